@@ -1,0 +1,77 @@
+//! The table of paths every scheduler keeps: bounded, keyed by id, in insertion order.
+
+use crate::{PathId, PathSnapshot, PathStatus, SchedError};
+
+/// The most paths a scheduler tracks. The allocator works on the stack with this bound, so
+/// it never allocates per call.
+pub const MAX_PATHS: usize = 32;
+
+/// The paths a scheduler knows, with their latest snapshots.
+#[derive(Debug, Clone, Default)]
+pub struct PathTable {
+    paths: Vec<PathSnapshot>,
+}
+
+impl PathTable {
+    /// Adds a path; refuses duplicates and more than [`MAX_PATHS`].
+    pub fn add(&mut self, path: PathSnapshot) -> Result<(), SchedError> {
+        if self.get(path.id).is_some() {
+            return Err(SchedError::DuplicatePath(path.id));
+        }
+        if self.paths.len() >= MAX_PATHS {
+            return Err(SchedError::TooManyPaths { max: MAX_PATHS });
+        }
+        self.paths.push(path);
+        Ok(())
+    }
+
+    /// Replaces a known path's snapshot, returning the previous one.
+    pub fn update(&mut self, path: PathSnapshot) -> Result<PathSnapshot, SchedError> {
+        let slot = self
+            .paths
+            .iter_mut()
+            .find(|p| p.id == path.id)
+            .ok_or(SchedError::UnknownPath(path.id))?;
+        Ok(std::mem::replace(slot, path))
+    }
+
+    /// Forgets a path; unknown ids are ignored.
+    pub fn remove(&mut self, id: PathId) -> Option<PathSnapshot> {
+        let index = self.paths.iter().position(|p| p.id == id)?;
+        Some(self.paths.remove(index))
+    }
+
+    /// The snapshot of a path.
+    pub fn get(&self, id: PathId) -> Option<&PathSnapshot> {
+        self.paths.iter().find(|p| p.id == id)
+    }
+
+    /// Every known path, in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = &PathSnapshot> + '_ {
+        self.paths.iter()
+    }
+
+    /// Number of known paths.
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Whether no path is known.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// The paths that may carry data now: the available ones, or the backups when none is.
+    pub fn usable(&self) -> impl Iterator<Item = &PathSnapshot> + '_ {
+        let any_available = self
+            .paths
+            .iter()
+            .any(|p| p.status == PathStatus::Available);
+        self.paths.iter().filter(move |p| p.usable(any_available))
+    }
+
+    /// Whether `id` is known and may carry data now.
+    pub fn is_usable(&self, id: PathId) -> bool {
+        self.usable().any(|p| p.id == id)
+    }
+}

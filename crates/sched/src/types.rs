@@ -1,0 +1,221 @@
+//! The values a scheduler is fed: stream metadata and path snapshots.
+//!
+//! Every value here is validated when it is built, so schedulers never see a NaN bandwidth, an
+//! urgency of 9 or a path without a delay estimate.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::SchedError;
+
+/// Identifies a logical stream of a multipath connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub u64);
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "stream {}", self.0)
+    }
+}
+
+/// Identifies a path of a multipath connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PathId(pub u32);
+
+impl fmt::Display for PathId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "path {}", self.0)
+    }
+}
+
+/// An RFC 9218 urgency: 0 is the most urgent, 7 the least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Urgency(u8);
+
+impl Urgency {
+    /// The most urgent level (0).
+    pub const HIGHEST: Self = Self(0);
+    /// The least urgent level (7).
+    pub const LOWEST: Self = Self(7);
+    /// RFC 9218 section 4.1: "The default value is 3."
+    pub const DEFAULT: Self = Self(3);
+    /// The number of urgency levels, and so of PriorityBucket buckets.
+    pub const LEVELS: usize = 8;
+
+    /// An urgency from its numeric value; values above 7 are refused.
+    pub fn new(value: u8) -> Result<Self, SchedError> {
+        if value <= Self::LOWEST.0 {
+            Ok(Self(value))
+        } else {
+            Err(SchedError::UrgencyOutOfRange(value))
+        }
+    }
+
+    /// The numeric value, 0..=7.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// An HTTP/2-style weight (1..=256) for weighted round robin: each step up in urgency
+    /// doubles the share, so urgency 0 gets 256 and urgency 7 gets 2.
+    pub fn weight(self) -> u32 {
+        1 << (8 - u32::from(self.0))
+    }
+}
+
+impl Default for Urgency {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl fmt::Display for Urgency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "u={}", self.0)
+    }
+}
+
+/// What a scheduler knows about a stream when it opens (and when its priority or size changes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamMeta {
+    /// The stream.
+    pub id: StreamId,
+    /// Its RFC 9218 urgency.
+    pub urgency: Urgency,
+    /// RFC 9218 incremental flag: the receiver can use the data as it arrives.
+    pub incremental: bool,
+    /// Total bytes the stream will send, if known (e.g. from `content-length`).
+    pub size: Option<u64>,
+}
+
+impl StreamMeta {
+    /// A stream with the default urgency, not incremental, of unknown size.
+    pub fn new(id: StreamId) -> Self {
+        Self {
+            id,
+            urgency: Urgency::DEFAULT,
+            incremental: false,
+            size: None,
+        }
+    }
+
+    /// Sets the urgency.
+    pub fn with_urgency(mut self, urgency: Urgency) -> Self {
+        self.urgency = urgency;
+        self
+    }
+
+    /// Sets the total size.
+    pub fn with_size(mut self, size: u64) -> Self {
+        self.size = Some(size);
+        self
+    }
+
+    /// Sets the incremental flag.
+    pub fn with_incremental(mut self, incremental: bool) -> Self {
+        self.incremental = incremental;
+        self
+    }
+}
+
+/// A bandwidth estimate in bytes per second: finite and strictly positive.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Bandwidth(f64);
+
+impl Bandwidth {
+    /// A bandwidth from bytes per second; NaN, infinite, zero and negative rates are refused,
+    /// since every scheduler divides by it.
+    pub fn from_bytes_per_sec(rate: f64) -> Result<Self, SchedError> {
+        if rate.is_finite() && rate > 0.0 {
+            Ok(Self(rate))
+        } else {
+            Err(SchedError::InvalidBandwidth(rate))
+        }
+    }
+
+    /// A bandwidth from bits per second.
+    pub fn from_bits_per_sec(rate: f64) -> Result<Self, SchedError> {
+        Self::from_bytes_per_sec(rate / 8.0)
+    }
+
+    /// Bytes per second.
+    pub fn bytes_per_sec(self) -> f64 {
+        self.0
+    }
+
+    /// Seconds needed to send `bytes` at this rate.
+    pub fn seconds_for(self, bytes: u64) -> f64 {
+        bytes as f64 / self.0
+    }
+}
+
+/// Whether a path may carry data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathStatus {
+    /// Carries data.
+    Available,
+    /// Carries data only while no available path is up.
+    Backup,
+    /// Failed or closed: carries nothing.
+    Down,
+}
+
+/// Everything a scheduler may know about a path at one instant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathSnapshot {
+    /// The path.
+    pub id: PathId,
+    /// Whether it may carry data.
+    pub status: PathStatus,
+    /// Smoothed RTT (RFC 6298 SRTT).
+    pub srtt: Duration,
+    /// Smallest RTT seen.
+    pub min_rtt: Duration,
+    /// One-way delay towards the receiver.
+    pub one_way_delay: Duration,
+    /// Estimated bottleneck bandwidth.
+    pub bandwidth: Bandwidth,
+    /// Congestion window in bytes.
+    pub cwnd: u64,
+    /// Bytes sent and not yet acknowledged or declared lost.
+    pub bytes_in_flight: u64,
+}
+
+impl PathSnapshot {
+    /// A snapshot with every delay set to `rtt` (one-way delay half of it), the window empty.
+    pub fn new(id: PathId, rtt: Duration, bandwidth: Bandwidth, cwnd: u64) -> Self {
+        Self {
+            id,
+            status: PathStatus::Available,
+            srtt: rtt,
+            min_rtt: rtt,
+            one_way_delay: rtt / 2,
+            bandwidth,
+            cwnd,
+            bytes_in_flight: 0,
+        }
+    }
+
+    /// Bytes the congestion window still admits.
+    pub fn room(&self) -> u64 {
+        self.cwnd.saturating_sub(self.bytes_in_flight)
+    }
+
+    /// Whether the path may carry data when `any_available` says if some path is `Available`.
+    pub fn usable(&self, any_available: bool) -> bool {
+        match self.status {
+            PathStatus::Available => true,
+            PathStatus::Backup => !any_available,
+            PathStatus::Down => false,
+        }
+    }
+}
+
+/// A scheduler's answer to "this path has room: what goes next?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The stream whose next unsent bytes go on the path.
+    pub stream: StreamId,
+    /// How many bytes, at least 1 and at most the room offered.
+    pub bytes: u64,
+}
