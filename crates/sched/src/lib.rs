@@ -2,6 +2,7 @@
 //!
 //! TODO crate doc (written with PriorityBucket).
 
+pub mod baseline;
 mod error;
 mod kind;
 mod lrf;
