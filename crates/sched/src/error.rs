@@ -33,6 +33,14 @@ pub enum SchedError {
     /// An allocation asked over no path.
     #[error("no path to allocate over")]
     NoPaths,
+    /// An allocation whose output slice is shorter than its list of paths.
+    #[error("allocation over {paths} paths needs an output of that length, got {out}")]
+    AllocationOutput {
+        /// Paths given.
+        paths: usize,
+        /// Output length given.
+        out: usize,
+    },
     /// A scheduler name that is not one of [`crate::SchedulerKind::ALL`].
     #[error("unknown scheduler {0:?}; known: priority-bucket, lrf, sa-ecf, wrr, sec, round-robin")]
     UnknownScheduler(String),

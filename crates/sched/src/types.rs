@@ -123,6 +123,9 @@ impl StreamMeta {
 pub struct Bandwidth(f64);
 
 impl Bandwidth {
+    /// A filler for fixed-size arrays; never reaches a scheduler decision.
+    pub(crate) const PLACEHOLDER: Self = Self(1.0);
+
     /// A bandwidth from bytes per second; NaN, infinite, zero and negative rates are refused,
     /// since every scheduler divides by it.
     pub fn from_bytes_per_sec(rate: f64) -> Result<Self, SchedError> {

@@ -1,0 +1,294 @@
+//! Properties of the allocator and the buckets, on random inputs.
+
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::{PathStatus, Urgency};
+
+const MTU: f64 = 1500.0;
+
+fn alloc_path() -> impl Strategy<Value = AllocPath> {
+    (
+        0_u64..200_000,
+        1e3_f64..1e9,
+        prop_oneof![Just(0_u64), 0_u64..100_000_000],
+    )
+        .prop_map(|(owd_us, rate, queued)| AllocPath {
+            one_way_delay: Duration::from_micros(owd_us),
+            bandwidth: Bandwidth::from_bytes_per_sec(rate).unwrap(),
+            queued,
+        })
+}
+
+fn size() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0), 1_u64..2_000, 1_u64..10_000_000_000, Just(u64::MAX)]
+}
+
+/// The optimum of P1 by bisection on T: the least T with sum_i max(0, T - r_i) b_i >= D.
+fn bisect_optimum(paths: &[AllocPath], size: u64) -> f64 {
+    let capacity = |t: f64| -> f64 {
+        paths
+            .iter()
+            .map(|p| (t - p.ready_time()).max(0.0) * p.bandwidth.bytes_per_sec())
+            .sum()
+    };
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    while capacity(hi) < size as f64 {
+        hi *= 2.0;
+    }
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if capacity(mid) >= size as f64 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+proptest! {
+    #[test]
+    fn shares_sum_to_the_stream_size(
+        paths in prop::collection::vec(alloc_path(), 1..=MAX_PATHS),
+        size in size(),
+    ) {
+        let mut out = [0; MAX_PATHS];
+        allocate(&paths, size, &mut out).unwrap();
+        let total: u128 = out.iter().map(|&d| u128::from(d)).sum();
+        prop_assert_eq!(total, u128::from(size));
+    }
+
+    #[test]
+    fn paths_given_data_finish_together_and_late_paths_get_nothing(
+        paths in prop::collection::vec(alloc_path(), 1..=8),
+        size in 1_u64..10_000_000_000,
+    ) {
+        let mut out = [0; MAX_PATHS];
+        let allocation = allocate(&paths, size, &mut out).unwrap();
+        let used: Vec<usize> = (0..paths.len()).filter(|&i| out[i] > 0).collect();
+        for &i in &used {
+            for &j in &used {
+                let gap = (paths[i].finish_time(out[i]) - paths[j].finish_time(out[j])).abs();
+                let slack = MTU / paths[i].bandwidth.bytes_per_sec()
+                    + MTU / paths[j].bandwidth.bytes_per_sec();
+                prop_assert!(gap <= slack, "paths {} and {} finish {} s apart", i, j, gap);
+            }
+        }
+        for (i, path) in paths.iter().enumerate() {
+            if path.ready_time() >= allocation.finish {
+                prop_assert_eq!(out[i], 0, "path {} is ready only at or after T", i);
+            }
+        }
+    }
+
+    #[test]
+    fn finish_time_is_the_optimum_of_p1(
+        paths in prop::collection::vec(alloc_path(), 1..=8),
+        size in 1_u64..10_000_000_000,
+    ) {
+        let mut out = [0; MAX_PATHS];
+        let allocation = allocate(&paths, size, &mut out).unwrap();
+        let optimum = bisect_optimum(&paths, size);
+        prop_assert!(
+            (allocation.finish - optimum).abs() <= 1e-9 * optimum.max(1.0),
+            "allocator T = {}, bisection T = {}", allocation.finish, optimum
+        );
+        // The whole-byte shares finish no later than T plus a few bytes of rounding.
+        let slowest = (0..paths.len())
+            .filter(|&i| out[i] > 0)
+            .map(|i| paths[i].finish_time(out[i]) - MTU / paths[i].bandwidth.bytes_per_sec())
+            .fold(f64::MIN, f64::max);
+        prop_assert!(slowest <= optimum * (1.0 + 1e-9));
+    }
+
+    #[test]
+    fn closed_form_for_two_paths_agrees(
+        first in alloc_path(),
+        second in alloc_path(),
+        size in 0_u64..10_000_000_000,
+    ) {
+        let mut out = [0; 2];
+        allocate(&[first, second], size, &mut out).unwrap();
+        let (d1, d2) = allocate_two(&first, &second, size);
+        prop_assert_eq!(d1 + d2, size);
+        prop_assert!(d1.abs_diff(out[0]) <= 2, "closed form {} vs allocator {}", d1, out[0]);
+    }
+}
+
+/// One step of the bucket-order model test.
+#[derive(Debug, Clone)]
+enum Op {
+    Open { urgency: u8, size: u64 },
+    Poll { path: usize, room: u64 },
+    Estimate { path: usize, rate: f64 },
+    Fail { path: usize },
+}
+
+fn op(paths: usize) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => (0_u8..8, 1_u64..200_000).prop_map(|(urgency, size)| Op::Open { urgency, size }),
+        4 => (0..paths, 1_u64..20_000).prop_map(|(path, room)| Op::Poll { path, room }),
+        1 => (0..paths, 1e5_f64..1e7).prop_map(|(path, rate)| Op::Estimate { path, rate }),
+        1 => (0..paths).prop_map(|path| Op::Fail { path }),
+    ]
+}
+
+fn snapshot(index: usize, rate: f64, status: PathStatus) -> PathSnapshot {
+    PathSnapshot {
+        status,
+        ..PathSnapshot::new(
+            PathId(index as u32),
+            Duration::from_millis(10 + 40 * index as u64),
+            Bandwidth::from_bytes_per_sec(rate).unwrap(),
+            u64::MAX,
+        )
+    }
+}
+
+proptest! {
+    /// Model test: after any sequence of arrivals, polls, estimate changes and failures, no
+    /// grant on a path goes to a stream while a more urgent (or equally urgent and earlier)
+    /// stream has quota there, and at the end every byte of every stream was granted once.
+    #[test]
+    fn buckets_are_strict_and_every_byte_is_sent_once(
+        paths in 1_usize..=4,
+        ops in prop::collection::vec(op(4), 1..200),
+    ) {
+        let now = Instant::now();
+        let mut pb = PriorityBucket::default();
+        for i in 0..paths {
+            pb.on_path_added(now, &snapshot(i, 1e6 * (i + 1) as f64, PathStatus::Available)).unwrap();
+        }
+        let mut opened: Vec<(StreamId, Urgency, u64)> = Vec::new();
+        let mut granted: Vec<u64> = Vec::new();
+        let grant = |pb: &mut PriorityBucket, path: PathId, room: u64,
+                     opened: &[(StreamId, Urgency, u64)], granted: &mut Vec<u64>| {
+            let Some(g) = pb.poll_send(now, path, room) else { return false };
+            assert!(g.bytes > 0 && g.bytes <= room);
+            let index = opened.iter().position(|s| s.0 == g.stream).unwrap();
+            let (_, urgency, _) = opened[index];
+            for (earlier, &(id, u, _)) in opened.iter().enumerate() {
+                let ahead = u < urgency || (u == urgency && earlier < index);
+                if ahead {
+                    assert_eq!(pb.quota(id, path), 0, "{} has quota ahead of {}", id, g.stream);
+                }
+            }
+            granted[index] += g.bytes;
+            true
+        };
+        for op in ops {
+            match op {
+                Op::Open { urgency, size } => {
+                    let id = StreamId(opened.len() as u64);
+                    let urgency = Urgency::new(urgency).unwrap();
+                    let meta = StreamMeta::new(id).with_urgency(urgency).with_size(size);
+                    pb.on_stream_opened(now, &meta).unwrap();
+                    pb.on_data_queued(now, id, size).unwrap();
+                    pb.on_stream_finished(now, id).unwrap();
+                    opened.push((id, urgency, size));
+                    granted.push(0);
+                }
+                Op::Poll { path, room } if path < paths => {
+                    // Bucket order is checked against the quotas just before the grant.
+                    let _ = grant(&mut pb, PathId(path as u32), room, &opened, &mut granted);
+                }
+                Op::Estimate { path, rate } if path < paths => {
+                    pb.on_path_updated(now, &snapshot(path, rate, PathStatus::Available)).unwrap();
+                }
+                Op::Fail { path } if path < paths && path > 0 => {
+                    pb.on_path_updated(now, &snapshot(path, 1e6, PathStatus::Down)).unwrap();
+                }
+                _ => {}
+            }
+        }
+        // Drain: every usable path until no grant is left.
+        for _ in 0..1_000_000 {
+            let progressed = (0..paths)
+                .any(|p| grant(&mut pb, PathId(p as u32), 1_000_000, &opened, &mut granted));
+            if !progressed {
+                break;
+            }
+        }
+        for (index, &(id, _, size)) in opened.iter().enumerate() {
+            prop_assert_eq!(granted[index], size, "{} granted {} of {}", id, granted[index], size);
+        }
+    }
+}
+
+/// [PB] section 4.2: a newly arrived higher-priority stream pre-empts a lower one mid-way.
+#[test]
+fn a_more_urgent_arrival_preempts_the_bucket_below() {
+    let now = Instant::now();
+    let mut pb = PriorityBucket::default();
+    pb.on_path_added(now, &snapshot(0, 1e6, PathStatus::Available))
+        .unwrap();
+    let image = StreamMeta::new(StreamId(1))
+        .with_urgency(Urgency::new(5).unwrap())
+        .with_size(100_000);
+    pb.on_stream_opened(now, &image).unwrap();
+    pb.on_data_queued(now, image.id, 100_000).unwrap();
+    assert_eq!(
+        pb.poll_send(now, PathId(0), 1_200).unwrap().stream,
+        image.id
+    );
+
+    let css = StreamMeta::new(StreamId(2))
+        .with_urgency(Urgency::HIGHEST)
+        .with_size(5_000);
+    pb.on_stream_opened(now, &css).unwrap();
+    pb.on_data_queued(now, css.id, 5_000).unwrap();
+    let next = pb.poll_send(now, PathId(0), 100_000).unwrap();
+    assert_eq!((next.stream, next.bytes), (css.id, 5_000));
+    assert_eq!(
+        pb.poll_send(now, PathId(0), 1_200).unwrap().stream,
+        image.id
+    );
+}
+
+/// Streams of unknown size are allocated one window at a time and still send every byte.
+#[test]
+fn unknown_size_streams_go_window_by_window() {
+    let now = Instant::now();
+    let mut config = PriorityBucketConfig::default();
+    config.unknown_size_window(10_000);
+    let mut pb = PriorityBucket::new(config);
+    for i in 0..2 {
+        pb.on_path_added(now, &snapshot(i, 1e6, PathStatus::Available))
+            .unwrap();
+    }
+    let id = StreamId(0);
+    pb.on_stream_opened(now, &StreamMeta::new(id)).unwrap();
+    pb.on_data_queued(now, id, 50_000).unwrap();
+    assert_eq!(pb.quota(id, PathId(0)) + pb.quota(id, PathId(1)), 10_000);
+
+    let mut sent = 0;
+    while let Some(g) = (0..2).find_map(|p| pb.poll_send(now, PathId(p), 3_000)) {
+        sent += g.bytes;
+    }
+    assert_eq!(sent, 50_000);
+}
+
+/// A failed path's limits move to the others: nothing stays stuck on it.
+#[test]
+fn a_failed_path_hands_its_share_to_the_others() {
+    let now = Instant::now();
+    let mut pb = PriorityBucket::default();
+    for i in 0..2 {
+        pb.on_path_added(now, &snapshot(i, 1e6, PathStatus::Available))
+            .unwrap();
+    }
+    let id = StreamId(7);
+    pb.on_stream_opened(now, &StreamMeta::new(id).with_size(1_000_000))
+        .unwrap();
+    pb.on_data_queued(now, id, 1_000_000).unwrap();
+    assert!(pb.quota(id, PathId(1)) > 0);
+
+    pb.on_path_updated(now, &snapshot(1, 1e6, PathStatus::Down))
+        .unwrap();
+    assert_eq!(pb.quota(id, PathId(1)), 0);
+    assert_eq!(pb.quota(id, PathId(0)), 1_000_000);
+    assert_eq!(pb.poll_send(now, PathId(1), 1_000), None);
+}
