@@ -20,11 +20,15 @@ pub use error::SchedError;
 pub use kind::SchedulerKind;
 pub use lrf::Lrf;
 pub use paths::{PathTable, MAX_PATHS};
-pub use priority_bucket::PriorityBucket;
+pub use priority_bucket::{
+    allocate, allocate_two, AllocPath, Allocation, PriorityBucket, PriorityBucketConfig,
+};
 pub use round_robin::RoundRobin;
 pub use sa_ecf::SaEcf;
 pub use scheduler::Scheduler;
 pub use sec::StreamEarliestCompletion;
 pub use streams::{StreamState, StreamTable};
-pub use types::{Bandwidth, Grant, PathId, PathSnapshot, PathStatus, StreamId, StreamMeta, Urgency};
+pub use types::{
+    Bandwidth, Grant, PathId, PathSnapshot, PathStatus, StreamId, StreamMeta, Urgency,
+};
 pub use wrr::WeightedRoundRobin;
