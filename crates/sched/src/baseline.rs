@@ -6,6 +6,7 @@
 
 pub use crate::lrf::LrfConfig;
 pub use crate::round_robin::RoundRobinConfig;
+pub use crate::wrr::WrrConfig;
 
 use crate::{
     Grant, PathId, PathSnapshot, PathTable, SchedError, StreamId, StreamMeta, StreamTable,
