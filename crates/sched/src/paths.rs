@@ -63,10 +63,7 @@ impl PathTable {
 
     /// The paths that may carry data now: the available ones, or the backups when none is.
     pub fn usable(&self) -> impl Iterator<Item = &PathSnapshot> + '_ {
-        let any_available = self
-            .paths
-            .iter()
-            .any(|p| p.status == PathStatus::Available);
+        let any_available = self.paths.iter().any(|p| p.status == PathStatus::Available);
         self.paths.iter().filter(move |p| p.usable(any_available))
     }
 
