@@ -1,7 +1,7 @@
-//! PriorityBucket's stream-to-path allocation ([PB] section 3.4, Algorithm 1), as a pure
+//! PriorityBucket's stream-to-path allocation (\[PB\] section 3.4, Algorithm 1), as a pure
 //! function.
 //!
-//! [PB] "Assume there are n paths, we define T for the overall completion time of the stream s
+//! \[PB\] "Assume there are n paths, we define T for the overall completion time of the stream s
 //! and t_i for the estimated completion time on each path. [...] t_i = (h_i + e_i + d_i)/b_i + o_i
 //! when d_i > 0 [...] (P1) min T subject to sum d_i = D, T = max t_i."
 //!
@@ -27,7 +27,7 @@ pub struct AllocPath {
 }
 
 impl AllocPath {
-    /// r_i = (h_i + e_i)/b_i + o_i, in seconds: [PB] Step 1, "the minimum of completion time on
+    /// r_i = (h_i + e_i)/b_i + o_i, in seconds: \[PB\] Step 1, "the minimum of completion time on
     /// path i" for anything new.
     pub fn ready_time(&self) -> f64 {
         self.bandwidth.seconds_for(self.queued) + self.one_way_delay.as_secs_f64()
@@ -122,7 +122,7 @@ pub fn allocate(paths: &[AllocPath], size: u64, out: &mut [u64]) -> Result<Alloc
     Ok(Allocation { finish: level })
 }
 
-/// Steps 2 and 3 of [PB]: the common finish level T for `size` bytes.
+/// Steps 2 and 3 of \[PB\]: the common finish level T for `size` bytes.
 fn water_level(paths: &[AllocPath], ready: &[f64], order: &[usize], size: f64) -> f64 {
     let mut left = size;
     let mut rate_below = 0.0;
@@ -221,7 +221,7 @@ mod tests {
         }
     }
 
-    /// [PB] Step 2 by hand on the pb-high paths: path 1 is 10 Mbit/s (1.25 MB/s) with 5 ms
+    /// \[PB\] Step 2 by hand on the pb-high paths: path 1 is 10 Mbit/s (1.25 MB/s) with 5 ms
     /// one-way delay, path 2 is 40 Mbit/s (5 MB/s) with 25 ms. r_1 = 5 ms, r_2 = 25 ms, so
     /// filling the gap takes (25 - 5) ms x 1.25 MB/s = 25,000 bytes on path 1 alone.
     #[test]

@@ -1,6 +1,6 @@
-//! The per-path priority buckets of [PB] section 3.3.
+//! The per-path priority buckets of \[PB\] section 3.3.
 //!
-//! [PB] "Streams of equal priority value are divided into the same bucket. Inside the same
+//! \[PB\] "Streams of equal priority value are divided into the same bucket. Inside the same
 //! bucket, the transmission order of streams follows the exclusive and first come first served
 //! (FCFS) nature. [...] the transmission of in-flight lower-priority buckets can be pre-empted by
 //! critical streams in higher-priority buckets."

@@ -1,29 +1,4 @@
-//! PriorityBucket ([PB]: Shi, Zhang, Liu, e-Energy 2020): every stream is split over the paths
-//! in proportions computed from its size and each path's delay, bandwidth and queue
-//! ([`allocate`]), and each path sends from priority buckets.
-//!
-//! # What the paper specifies
-//! - Per stream, once, on arrival: d_i bytes per path from Algorithm 1; "this number serves as
-//!   the upper sending limit of each stream on a path" (section 3.4.2).
-//! - Per path: "Low priority buckets can only be transmitted after high priority buckets
-//!   complete the transmission, and can be preempted by newly arrival at high priority buckets.
-//!   Inside a bucket, the path transmits the earliest arrived stream until its completion or
-//!   sending limit" (section 4.2). Buckets are RFC 9218 urgencies, 0 first.
-//!
-//! # What this implementation adds (the paper's future work)
-//! - **Re-allocation.** "We acknowledge that periodic updating of the scheduling results can be
-//!   more beneficial under dynamic network conditions" (section 4.1). Instead of a period, the
-//!   unsent rest of every stream is re-allocated, most urgent and earliest first, when a path is
-//!   added, removed, changes status (fails, becomes backup) or when its bandwidth or one-way
-//!   delay has drifted by more than [`PriorityBucketConfig::drift_threshold`] (default 25%)
-//!   from the values the last allocation used. Bytes that must be re-sent after a path died
-//!   arrive through `on_data_queued` and are allocated like new data.
-//! - **Streams of unknown size** are allocated window by window: whenever a stream has queued
-//!   bytes not covered by its limits, up to [`PriorityBucketConfig::unknown_size_window`]
-//!   (default 128 KiB) of them are allocated as if they were a stream of that size. Once the
-//!   stream finishes, its size is known and the whole rest is allocated at once.
-//! - A stream with quota on a path but nothing written yet does not block lower buckets: the
-//!   path moves on to the next stream that has data, so an idle application never idles a path.
+//! PriorityBucket: the scheduler, its allocator and its per-path buckets.
 
 mod allocator;
 mod buckets;
@@ -81,7 +56,32 @@ impl Default for PriorityBucketConfig {
     }
 }
 
-/// The PriorityBucket scheduler (`priority-bucket`). See the [module docs](self).
+/// PriorityBucket (\[PB\]: Shi, Zhang, Liu, e-Energy 2020): every stream is split over the paths
+/// in proportions computed from its size and each path's delay, bandwidth and queue
+/// ([`allocate`]), and each path sends from priority buckets.
+///
+/// # What the paper specifies
+/// - Per stream, once, on arrival: d_i bytes per path from Algorithm 1; "this number serves as
+///   the upper sending limit of each stream on a path" (section 3.4.2).
+/// - Per path: "Low priority buckets can only be transmitted after high priority buckets
+///   complete the transmission, and can be preempted by newly arrival at high priority buckets.
+///   Inside a bucket, the path transmits the earliest arrived stream until its completion or
+///   sending limit" (section 4.2). Buckets are RFC 9218 urgencies, 0 first.
+///
+/// # What this implementation adds (the paper's future work)
+/// - **Re-allocation.** "We acknowledge that periodic updating of the scheduling results can be
+///   more beneficial under dynamic network conditions" (section 4.1). Instead of a period, the
+///   unsent rest of every stream is re-allocated, most urgent and earliest first, when a path is
+///   added, removed, changes status (fails, becomes backup) or when its bandwidth or one-way
+///   delay has drifted by more than [`PriorityBucketConfig::drift_threshold`] (default 25%)
+///   from the values the last allocation used. Bytes that must be re-sent after a path died
+///   arrive through `on_data_queued` and are allocated like new data.
+/// - **Streams of unknown size** are allocated window by window: whenever a stream has queued
+///   bytes not covered by its limits, up to [`PriorityBucketConfig::unknown_size_window`]
+///   (default 128 KiB) of them are allocated as if they were a stream of that size. Once the
+///   stream finishes, its size is known and the whole rest is allocated at once.
+/// - A stream with quota on a path but nothing written yet does not block lower buckets: the
+///   path moves on to the next stream that has data, so an idle application never idles a path.
 #[derive(Debug, Default)]
 pub struct PriorityBucket {
     config: PriorityBucketConfig,

@@ -218,7 +218,7 @@ proptest! {
     }
 }
 
-/// [PB] section 4.2: a newly arrived higher-priority stream pre-empts a lower one mid-way.
+/// \[PB\] section 4.2: a newly arrived higher-priority stream pre-empts a lower one mid-way.
 #[test]
 fn a_more_urgent_arrival_preempts_the_bucket_below() {
     let now = Instant::now();
