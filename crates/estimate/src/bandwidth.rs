@@ -158,6 +158,12 @@ impl BandwidthEstimator {
     }
 
     fn from_valid(config: BandwidthConfig) -> Self {
+        // The prior enters the window as a sample of round 0, so it ages out after
+        // `window_rounds` round trips like any other: the window-limited samples of slow start
+        // (a few packets per RTT) cannot drag a new path's estimate far below what was known of
+        // it before the path reached its bottleneck.
+        let mut max_filter = WindowedMax::new(config.window_rounds);
+        max_filter.update(0, config.initial_bandwidth);
         Self {
             config,
             delivered: 0,
@@ -167,7 +173,7 @@ impl BandwidthEstimator {
             next_round_delivered: 0,
             round_count: 0,
             min_rtt: None,
-            max_filter: WindowedMax::new(config.window_rounds),
+            max_filter,
         }
     }
 
@@ -284,8 +290,8 @@ impl BandwidthEstimator {
     }
 
     /// The estimated bottleneck bandwidth in bytes per second: the windowed maximum of the samples
-    /// over the last `window_rounds` rounds; the prior until a sample enters the window (an
-    /// app-limited sample below the prior does not). Always finite and positive.
+    /// over the last `window_rounds` rounds, where the prior counts as a sample of round 0.
+    /// Always finite and positive.
     pub fn bandwidth(&self) -> f64 {
         self.max_filter
             .get()

@@ -21,11 +21,13 @@
 //!
 //! # fn main() -> Result<(), mpquic_estimate::EstimateError> {
 //! let mut rtt = RttEstimator::new(RttConfig::default())?;
-//! let mut bw = BandwidthEstimator::new(BandwidthConfig::default())?;
+//! // A cautious prior of 100 kB/s for a path we know little about.
+//! let prior = BandwidthConfig { initial_bandwidth: 100_000.0, ..BandwidthConfig::default() };
+//! let mut bw = BandwidthEstimator::new(prior)?;
 //! let owd = OneWayDelay::default();
 //! // Before any sample the priors answer.
 //! assert_eq!(rtt.srtt(), Duration::from_millis(100));
-//! assert_eq!(bw.bandwidth(), 1_250_000.0);
+//! assert_eq!(bw.bandwidth(), 100_000.0);
 //!
 //! // A path with a 20 ms RTT: ten packets of 1200 bytes leave 1 ms apart...
 //! // The caller owns the clock: one reading here, then offsets from it.
@@ -58,7 +60,8 @@
 //! assert_eq!(rtt.srtt(), Duration::from_millis(20));
 //! assert_eq!(owd.estimate(&rtt), Duration::from_millis(10));
 //! // The last packet saw 12,000 bytes delivered over 29 ms (sent 9 ms after the first, acked
-//! // 20 ms later): about 414 kB/s, the best sample so far.
+//! // 20 ms later): about 414 kB/s, the best sample so far and above the prior, which is a
+//! // sample of round 0 in the same window.
 //! assert!((bw.bandwidth() - 12_000.0 / 0.029).abs() < 1.0);
 //! assert_eq!(bw.round_count(), 1);
 //! # Ok(())

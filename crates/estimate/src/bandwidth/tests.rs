@@ -266,9 +266,11 @@ fn app_limited_samples_below_the_prior_keep_the_prior() {
     let mut sim = Sim::new(BandwidthConfig::default(), 1e6, Duration::from_millis(10));
     sim.run_one_per_round(true, 5);
     assert_eq!(sim.est.bandwidth(), 1_250_000.0);
-    // An unmarked sample replaces the prior even when lower. (The first packet sent after the
-    // app-limited period is still inside its bubble and marked; the second is not.)
+    // Unmarked lower samples do not replace the prior at once: it is a sample of round 0 and
+    // leaves the window after `window_rounds` (10) rounds, like any other.
     sim.run_one_per_round(false, 2);
+    assert_eq!(sim.est.bandwidth(), 1_250_000.0);
+    sim.run_one_per_round(false, 10);
     assert!(close(sim.est.bandwidth(), 1000.0 / 0.021, 0.01));
 }
 
