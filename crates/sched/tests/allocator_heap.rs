@@ -51,7 +51,11 @@ fn allocate_makes_no_heap_allocation() {
     }
     let after = ALLOCATIONS.load(Ordering::SeqCst);
 
-    assert_eq!(after - before, 0, "allocate() allocated (checksum {checksum})");
+    assert_eq!(
+        after - before,
+        0,
+        "allocate() allocated (checksum {checksum})"
+    );
 
     // The counter does count: one boxed value is one allocation.
     let boxed = std::hint::black_box(Box::new(checksum));
