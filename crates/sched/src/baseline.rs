@@ -6,6 +6,9 @@
 
 pub use crate::lrf::LrfConfig;
 pub use crate::round_robin::RoundRobinConfig;
+pub use crate::sec::{
+    split_stream, wrr_completion, FluidCompletion, FluidStream, SecConfig, SecDelay, SplitPath,
+};
 pub use crate::wrr::WrrConfig;
 
 use crate::{
