@@ -6,6 +6,7 @@
 
 pub use crate::lrf::LrfConfig;
 pub use crate::round_robin::RoundRobinConfig;
+pub use crate::sa_ecf::SaEcfConfig;
 pub use crate::sec::{
     split_stream, wrr_completion, FluidCompletion, FluidStream, SecConfig, SecDelay, SplitPath,
 };

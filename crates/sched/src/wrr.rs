@@ -156,6 +156,17 @@ impl WeightedTurns {
             .map(|s| s.meta.id)
     }
 
+    /// Every stream with queued bytes, in the order their turns come.
+    pub(crate) fn order(&self, streams: &StreamTable) -> Vec<StreamId> {
+        let mut waiting: Vec<_> = streams
+            .iter()
+            .filter(|s| s.queued > 0)
+            .map(|s| (self.start(s), s.seq, s.meta.id))
+            .collect();
+        waiting.sort_unstable();
+        waiting.into_iter().map(|(_, _, id)| id).collect()
+    }
+
     /// Charges a grant to its stream's pass.
     pub(crate) fn charge(&mut self, streams: &StreamTable, grant: Grant) {
         let Some(stream) = streams.get(grant.stream) else {
