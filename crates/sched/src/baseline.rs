@@ -113,3 +113,251 @@ pub(crate) fn is_lowest_rtt_with_room(paths: &PathTable, asked: PathId, room: u6
         .usable()
         .any(|p| p.id != asked && p.room() > 0 && p.srtt < me.srtt)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{
+        Bandwidth, Lrf, PathStatus, RoundRobin, SaEcf, Scheduler, StreamEarliestCompletion,
+        Urgency, WeightedRoundRobin,
+    };
+
+    fn baselines() -> Vec<Box<dyn Scheduler>> {
+        vec![
+            Box::<RoundRobin>::default(),
+            Box::<Lrf>::default(),
+            Box::<WeightedRoundRobin>::default(),
+            Box::<StreamEarliestCompletion>::default(),
+            Box::<SaEcf>::default(),
+        ]
+    }
+
+    fn snapshot(id: u32, rtt_ms: u64, rate: f64, cwnd: u64) -> PathSnapshot {
+        let rate = Bandwidth::from_bytes_per_sec(rate).unwrap();
+        PathSnapshot::new(PathId(id), Duration::from_millis(rtt_ms), rate, cwnd)
+    }
+
+    /// Drives each scheduler in rounds: every path is polled with its window's room until it
+    /// says no, then everything in flight is acknowledged; a stream closed midway gets nothing
+    /// after its close.
+    #[test]
+    fn every_baseline_grants_each_byte_once_within_room_and_never_on_a_down_path() {
+        let sizes: [(u64, u8, Option<u64>); 5] = [
+            (0, 0, Some(3_000)),
+            (1, 3, Some(70_000)),
+            (2, 5, None),
+            (3, 7, Some(1_200)),
+            (4, 2, Some(250_000)),
+        ];
+        let closing = StreamId(9);
+        for mut sched in baselines() {
+            let name = sched.name().to_owned();
+            let mut now = Instant::now();
+            let mut paths = vec![
+                snapshot(0, 10, 1e6, 15_000),
+                snapshot(1, 60, 3e5, 40_000),
+                snapshot(2, 5, 1e7, 1_000_000),
+            ];
+            paths[2].status = PathStatus::Down;
+            for path in &paths {
+                sched.on_path_added(now, path).unwrap();
+            }
+            for (id, urgency, size) in sizes {
+                let mut meta =
+                    StreamMeta::new(StreamId(id)).with_urgency(Urgency::new(urgency).unwrap());
+                meta.size = size;
+                sched.on_stream_opened(now, &meta).unwrap();
+                let bytes = size.unwrap_or(123_456);
+                sched.on_data_queued(now, StreamId(id), bytes).unwrap();
+                sched.on_stream_finished(now, StreamId(id)).unwrap();
+            }
+            sched
+                .on_stream_opened(now, &StreamMeta::new(closing))
+                .unwrap();
+            sched.on_data_queued(now, closing, 500_000).unwrap();
+
+            let mut granted: BTreeMap<StreamId, u64> = BTreeMap::new();
+            for round in 0..10_000 {
+                if round == 2 {
+                    sched.on_stream_closed(now, closing);
+                    assert_eq!(
+                        sched.on_data_queued(now, closing, 1),
+                        Err(SchedError::UnknownStream(closing)),
+                        "{name}"
+                    );
+                }
+                for path in &mut paths {
+                    path.bytes_in_flight = 0;
+                    sched.on_path_updated(now, path).unwrap();
+                }
+                for index in [2, 0, 1] {
+                    while let Some(grant) =
+                        sched.poll_send(now, paths[index].id, paths[index].room())
+                    {
+                        let path = &mut paths[index];
+                        assert_ne!(path.status, PathStatus::Down, "{name}");
+                        assert!(grant.bytes > 0 && grant.bytes <= path.room(), "{name}");
+                        assert!(round < 2 || grant.stream != closing, "{name}");
+                        *granted.entry(grant.stream).or_default() += grant.bytes;
+                        path.bytes_in_flight += grant.bytes;
+                        sched.on_path_updated(now, path).unwrap();
+                    }
+                }
+                now += Duration::from_millis(10);
+                let done = sizes.iter().all(|&(id, _, size)| {
+                    granted.get(&StreamId(id)).copied() == Some(size.unwrap_or(123_456))
+                });
+                if done {
+                    break;
+                }
+            }
+            for (id, _, size) in sizes {
+                let expected = size.unwrap_or(123_456);
+                assert_eq!(granted.get(&StreamId(id)), Some(&expected), "{name} {id}");
+            }
+            assert!(
+                granted.get(&closing).copied().unwrap_or(0) <= 500_000,
+                "{name}"
+            );
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        AddPath(u32, u64, f64, u64),
+        UpdatePath(u32, u8, u64, u64, u64),
+        RemovePath(u32),
+        Open(u64, u8, Option<u64>),
+        Update(u64, u8, Option<u64>),
+        Queue(u64, u64),
+        Finish(u64),
+        Close(u64),
+        Poll(u32, u64),
+        Tick(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let bytes = prop_oneof![8 => 0u64..300_000, 1 => any::<u64>()];
+        let size = prop::option::of(prop_oneof![8 => 0u64..1_000_000, 1 => any::<u64>()]);
+        prop_oneof![
+            1 => (0u32..4, 0u64..300, 1e-3f64..1e10, 0u64..200_000)
+                .prop_map(|(id, rtt, bw, cwnd)| Op::AddPath(id, rtt, bw, cwnd)),
+            1 => (0u32..4, 0u8..3, 0u64..300, 0u64..300, 0u64..200_000)
+                .prop_map(|(id, st, rtt, min, fl)| Op::UpdatePath(id, st, rtt, min, fl)),
+            1 => (0u32..4).prop_map(Op::RemovePath),
+            1 => (0u64..6, 0u8..8, size.clone()).prop_map(|(id, u, s)| Op::Open(id, u, s)),
+            1 => (0u64..6, 0u8..8, size).prop_map(|(id, u, s)| Op::Update(id, u, s)),
+            3 => (0u64..6, bytes).prop_map(|(id, b)| Op::Queue(id, b)),
+            1 => (0u64..6).prop_map(Op::Finish),
+            1 => (0u64..6).prop_map(Op::Close),
+            6 => (0u32..5, prop_oneof![0u64..100_000, any::<u64>()])
+                .prop_map(|(id, room)| Op::Poll(id, room)),
+            1 => (0u64..200).prop_map(Op::Tick),
+        ]
+    }
+
+    /// Applies `op` to a scheduler and to a model of what it was told, checking every grant
+    /// against the model.
+    fn apply(
+        sched: &mut dyn Scheduler,
+        model: &mut Tables,
+        now: &mut Instant,
+        op: &Op,
+    ) -> Result<(), TestCaseError> {
+        let name = sched.name().to_owned();
+        let meta = |id: u64, urgency: u8, size: Option<u64>| {
+            let mut meta = StreamMeta::new(StreamId(id))
+                .with_urgency(Urgency::new(urgency).unwrap_or_default());
+            meta.size = size;
+            meta
+        };
+        match *op {
+            Op::AddPath(id, rtt, bw, cwnd) => {
+                let path = snapshot(id, rtt, bw, cwnd);
+                let expected = model.add_path(&path).is_ok();
+                prop_assert_eq!(
+                    sched.on_path_added(*now, &path).is_ok(),
+                    expected,
+                    "{}",
+                    name
+                );
+            }
+            Op::UpdatePath(id, status, rtt, min_rtt, in_flight) => {
+                let Some(mut path) = model.paths.get(PathId(id)).copied() else {
+                    let path = snapshot(id, rtt, 1e6, 0);
+                    prop_assert!(sched.on_path_updated(*now, &path).is_err(), "{}", name);
+                    return Ok(());
+                };
+                path.status = [PathStatus::Available, PathStatus::Backup, PathStatus::Down]
+                    [usize::from(status)];
+                path.srtt = Duration::from_millis(rtt);
+                path.min_rtt = Duration::from_millis(min_rtt);
+                path.bytes_in_flight = in_flight;
+                model.update_path(&path).unwrap();
+                prop_assert!(sched.on_path_updated(*now, &path).is_ok(), "{}", name);
+            }
+            Op::RemovePath(id) => {
+                model.remove_path(PathId(id));
+                sched.on_path_removed(*now, PathId(id));
+            }
+            Op::Open(id, urgency, size) => {
+                let expected = model.open_stream(&meta(id, urgency, size)).is_ok();
+                let got = sched
+                    .on_stream_opened(*now, &meta(id, urgency, size))
+                    .is_ok();
+                prop_assert_eq!(got, expected, "{}", name);
+            }
+            Op::Update(id, urgency, size) => {
+                let expected = model.update_stream(&meta(id, urgency, size)).is_ok();
+                let got = sched
+                    .on_stream_updated(*now, &meta(id, urgency, size))
+                    .is_ok();
+                prop_assert_eq!(got, expected, "{}", name);
+            }
+            Op::Queue(id, bytes) => {
+                let expected = model.queue(StreamId(id), bytes).is_ok();
+                let got = sched.on_data_queued(*now, StreamId(id), bytes).is_ok();
+                prop_assert_eq!(got, expected, "{}", name);
+            }
+            Op::Finish(id) => {
+                let expected = model.finish(StreamId(id)).is_ok();
+                let got = sched.on_stream_finished(*now, StreamId(id)).is_ok();
+                prop_assert_eq!(got, expected, "{}", name);
+            }
+            Op::Close(id) => {
+                model.close(StreamId(id));
+                sched.on_stream_closed(*now, StreamId(id));
+            }
+            Op::Poll(path, room) => {
+                if let Some(grant) = sched.poll_send(*now, PathId(path), room) {
+                    prop_assert!(grant.bytes > 0 && grant.bytes <= room, "{}", name);
+                    prop_assert!(model.paths.is_usable(PathId(path)), "{}", name);
+                    let queued = model.streams.get(grant.stream).map(|s| s.queued);
+                    prop_assert!(queued.is_some_and(|q| grant.bytes <= q), "{}", name);
+                    model.streams.take(grant.stream, grant.bytes);
+                }
+            }
+            Op::Tick(ms) => *now += Duration::from_millis(ms),
+        }
+        let _ = sched.poll_timeout();
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn random_events_never_break_the_contract(ops in prop::collection::vec(op(), 0..120)) {
+            for mut sched in baselines() {
+                let mut model = Tables::default();
+                let mut now = Instant::now();
+                for op in &ops {
+                    apply(sched.as_mut(), &mut model, &mut now, op)?;
+                }
+            }
+        }
+    }
+}
