@@ -55,6 +55,7 @@ mod round_robin;
 mod sa_ecf;
 mod scheduler;
 mod sec;
+pub mod sim;
 mod streams;
 mod types;
 mod wrr;

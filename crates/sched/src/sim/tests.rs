@@ -1,0 +1,1 @@
+//! Scenario-level tests of the simulator.
