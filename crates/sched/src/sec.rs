@@ -1,4 +1,4 @@
-//! Stream earliest completion, the downlink scheduler of [SEC] (Wang, Gao, Xu, "A Multipath
+//! Stream earliest completion, the downlink scheduler of \[SEC\] (Wang, Gao, Xu, "A Multipath
 //! QUIC Scheduler for Mobile HTTP/2", APNet 2019, section 3.1): send streams one at a time in
 //! the order weighted round robin would complete them, each split over the paths so that its
 //! parts arrive together.
@@ -37,7 +37,7 @@ pub struct FluidCompletion {
 /// (generalised processor sharing): while a set of streams is active, each gets
 /// `weight / sum(active weights)` of the rate.
 ///
-/// [SEC] section 3.1.1: "our scheduler first calculates the stream completion sequence in WRR
+/// \[SEC\] section 3.1.1: "our scheduler first calculates the stream completion sequence in WRR
 /// based algorithm using the information of stream length and dependency tree". Since every
 /// active stream drains `size / weight` at the same pace, streams finish in increasing
 /// `size / weight` (compared exactly, in integers), and each finish shrinks the active weight.
@@ -79,7 +79,7 @@ pub struct SplitPath {
 /// same time, writing the bytes per path into `out[..paths.len()]` and returning that time
 /// `T` in seconds.
 ///
-/// [SEC] section 3.1.2 states the goal as its equation (1), with
+/// \[SEC\] section 3.1.2 states the goal as its equation (1), with
 /// `T_ij = RTT_j + S_ij/BW_j`:
 ///
 /// > T_i1 + Q_i1 = T_i2 + Q_i2 = ... = T_iN + Q_iN,  sum_j S_ij = SIZE_i  (1)
@@ -262,7 +262,7 @@ impl Default for SecConfig {
     }
 }
 
-/// Stream earliest completion [SEC]: streams go one at a time in the order a fluid WRR (with
+/// Stream earliest completion \[SEC\]: streams go one at a time in the order a fluid WRR (with
 /// weights [`Urgency::weight`](crate::Urgency::weight)) would complete them, each split over
 /// the usable paths by [`split_stream`].
 ///
@@ -500,7 +500,7 @@ mod tests {
         }
     }
 
-    /// [SEC] Figure 1 and section 3.1.1: "Assuming the bandwidth is 1 MBps, streams 2, 1, 3
+    /// \[SEC\] Figure 1 and section 3.1.1: "Assuming the bandwidth is 1 MBps, streams 2, 1, 3
     /// would complete transmitting at 2.3, 4.4 and 5s respectively with WRR algorithm."
     #[test]
     fn fluid_wrr_matches_the_papers_figure_1() {
@@ -537,7 +537,7 @@ mod tests {
         assert_eq!(done.seconds, [20.0, 20.0]);
     }
 
-    /// [SEC] section 3.1.1: "if we transmit the streams 2, 1, 3 exclusively, they can complete
+    /// \[SEC\] section 3.1.1: "if we transmit the streams 2, 1, 3 exclusively, they can complete
     /// at 1, 3, and 5s respectively". Urgencies stand in for Firefox's weights (32, 42, 22 ->
     /// nearest urgency weights 32, 32, 16), which keeps the paper's order.
     #[test]

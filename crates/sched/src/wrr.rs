@@ -1,6 +1,6 @@
 //! HTTP/2-style weighted round robin over streams, on mp-quic's lowest-RTT path rule.
 //!
-//! The stream scheduler the [SEC] paper measures against ("WRR + MIN-RTT") and the one
+//! The stream scheduler the \[SEC\] paper measures against ("WRR + MIN-RTT") and the one
 //! HTTP/2 servers use for sibling streams.
 
 use std::collections::BTreeMap;
@@ -45,10 +45,11 @@ impl Default for WrrConfig {
     }
 }
 
-/// Weighted round robin with weights [`Urgency::weight`], in the form nghttp2 uses for HTTP/2
-/// (start-time fair queueing, "stride scheduling"): each stream carries a virtual pass; the
-/// stream with queued bytes and the lowest pass sends next (ties to the earlier opened), and a
-/// grant of `b` bytes advances its pass by `b * 256 / weight`. So while streams stay
+/// Weighted round robin with weights [`Urgency::weight`](crate::Urgency::weight), in the form
+/// nghttp2 uses for HTTP/2 (start-time fair queueing, "stride scheduling"): each stream carries
+/// a virtual pass; the stream with queued bytes and the lowest pass sends next (ties to the
+/// earlier opened), and a grant of `b` bytes advances its pass by `b * 256 / weight`. So while
+/// streams stay
 /// backlogged their bytes follow their weights exactly, whatever the chunk sizes, and a
 /// stream that was idle rejoins at the current virtual time instead of with saved credit.
 ///
