@@ -49,9 +49,8 @@ impl Default for WrrConfig {
 /// nghttp2 uses for HTTP/2 (start-time fair queueing, "stride scheduling"): each stream carries
 /// a virtual pass; the stream with queued bytes and the lowest pass sends next (ties to the
 /// earlier opened), and a grant of `b` bytes advances its pass by `b * 256 / weight`. So while
-/// streams stay
-/// backlogged their bytes follow their weights exactly, whatever the chunk sizes, and a
-/// stream that was idle rejoins at the current virtual time instead of with saved credit.
+/// streams stay backlogged their bytes follow their weights exactly, whatever the chunk sizes,
+/// and a stream that was idle rejoins at the current virtual time instead of with saved credit.
 ///
 /// Chosen over deficit round robin because a DRR quantum proportional to weight would hand
 /// urgency-7 streams 150-byte grants (or make them wait rounds), and over smooth WRR because
