@@ -1,16 +1,8 @@
-//! The baseline schedulers' configurations, and what the baselines share inside the crate:
-//! their tables, the round-robin cursor over streams and the lowest-RTT path rule of mp-quic.
+//! What the baseline schedulers share: their tables, the round-robin cursor over streams and
+//! the lowest-RTT path rule of mp-quic.
 //!
 //! Each baseline is a thin policy over the shared parts, so they cannot drift apart on the
 //! bookkeeping the [`Scheduler`](crate::Scheduler) contract asks of all of them.
-
-pub use crate::lrf::LrfConfig;
-pub use crate::round_robin::RoundRobinConfig;
-pub use crate::sa_ecf::SaEcfConfig;
-pub use crate::sec::{
-    split_stream, wrr_completion, FluidCompletion, FluidStream, SecConfig, SecDelay, SplitPath,
-};
-pub use crate::wrr::WrrConfig;
 
 use crate::{
     Grant, PathId, PathSnapshot, PathTable, SchedError, StreamId, StreamMeta, StreamTable,

@@ -45,7 +45,7 @@
 //!
 //! The [`sim`] module runs any scheduler over emulated paths and a page in virtual time.
 
-pub mod baseline;
+mod baseline;
 mod error;
 mod kind;
 mod lrf;
@@ -62,17 +62,20 @@ mod wrr;
 
 pub use error::SchedError;
 pub use kind::SchedulerKind;
-pub use lrf::Lrf;
+pub use lrf::{Lrf, LrfConfig};
 pub use paths::{PathTable, MAX_PATHS};
 pub use priority_bucket::{
     allocate, allocate_two, AllocPath, Allocation, PriorityBucket, PriorityBucketConfig,
 };
-pub use round_robin::RoundRobin;
-pub use sa_ecf::SaEcf;
+pub use round_robin::{RoundRobin, RoundRobinConfig};
+pub use sa_ecf::{SaEcf, SaEcfConfig};
 pub use scheduler::Scheduler;
-pub use sec::StreamEarliestCompletion;
+pub use sec::{
+    split_stream, wrr_completion, FluidCompletion, FluidStream, SecConfig, SecDelay, SplitPath,
+    StreamEarliestCompletion,
+};
 pub use streams::{StreamState, StreamTable};
 pub use types::{
     Bandwidth, Grant, PathId, PathSnapshot, PathStatus, StreamId, StreamMeta, Urgency,
 };
-pub use wrr::WeightedRoundRobin;
+pub use wrr::{WeightedRoundRobin, WrrConfig};

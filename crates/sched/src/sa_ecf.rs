@@ -19,7 +19,7 @@
 //!   that does not gain by waiting, and to none if all do. Streams take turns by weight.
 //!
 //! Chosen here: `k` is computed exactly by the fluid WRR model of
-//! [`wrr_completion`](crate::baseline::wrr_completion) (bytes sent until the stream completes
+//! [`wrr_completion`](crate::wrr_completion) (bytes sent until the stream completes
 //! at a rate of one byte per second), where the mp-quic code approximates it from the
 //! stream's share in the current round; the turn order is [`WeightedRoundRobin`]'s; and since
 //! a [`PathSnapshot`] carries no RTT variance, `var` is `srtt - min_rtt`, the delay the path
@@ -30,9 +30,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::baseline::{is_lowest_rtt_with_room, wrr_completion, FluidStream, Tables};
+use crate::baseline::{is_lowest_rtt_with_room, Tables};
 use crate::round_robin::PACKET_PAYLOAD;
 use crate::wrr::WeightedTurns;
+use crate::{wrr_completion, FluidStream};
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta,
     StreamState,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::baseline::Tables;
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta,
-    StreamState, MAX_PATHS,
+    StreamState, Urgency, MAX_PATHS,
 };
 
 /// A stream as the fluid WRR model sees it.
@@ -100,7 +100,7 @@ pub struct SplitPath {
 /// # Errors
 ///
 /// [`SchedError::NoPaths`] for no paths; [`SchedError::TooManyPaths`] for more than
-/// [`MAX_PATHS`] paths or an `out` shorter than `paths` (`max` is then the room `out` has).
+/// [`MAX_PATHS`] paths; [`SchedError::AllocationOutput`] for an `out` shorter than `paths`.
 pub fn split_stream(size: u64, paths: &[SplitPath], out: &mut [u64]) -> Result<f64, SchedError> {
     let n = paths.len();
     if n == 0 {
@@ -110,7 +110,10 @@ pub fn split_stream(size: u64, paths: &[SplitPath], out: &mut [u64]) -> Result<f
         return Err(SchedError::TooManyPaths { max: MAX_PATHS });
     }
     if out.len() < n {
-        return Err(SchedError::TooManyPaths { max: out.len() });
+        return Err(SchedError::AllocationOutput {
+            paths: n,
+            out: out.len(),
+        });
     }
     let out = &mut out[..n];
     out.fill(0);
@@ -227,6 +230,7 @@ pub enum SecDelay {
 pub struct SecConfig {
     delay: SecDelay,
     drift: f64,
+    weights: [u32; Urgency::LEVELS],
 }
 
 impl SecConfig {
@@ -253,17 +257,32 @@ impl SecConfig {
     }
 }
 
+impl SecConfig {
+    /// The WRR weight of each urgency level (index 0 is urgency 0), for the completion order.
+    /// HTTP/2 clients such as Firefox used weights that are not powers of two (the paper's
+    /// Figure 1 has 32, 42 and 22); this table maps urgencies onto them.
+    ///
+    /// # Default
+    ///
+    /// [`Urgency::weight`]: 256 for urgency 0, halving per level.
+    pub fn weights(&mut self, weights: [u32; Urgency::LEVELS]) -> &mut Self {
+        self.weights = weights;
+        self
+    }
+}
+
 impl Default for SecConfig {
     fn default() -> Self {
         Self {
             delay: SecDelay::SmoothedRtt,
             drift: 0.25,
+            weights: std::array::from_fn(|u| Urgency::new(u as u8).map_or(1, Urgency::weight)),
         }
     }
 }
 
 /// Stream earliest completion \[SEC\]: streams go one at a time in the order a fluid WRR (with
-/// weights [`Urgency::weight`](crate::Urgency::weight)) would complete them, each split over
+/// weights per urgency from [`SecConfig::weights`]) would complete them, each split over
 /// the usable paths by [`split_stream`].
 ///
 /// The plan is the paper's Algorithm 1: for each stream, in order, the split gives per-path
@@ -361,7 +380,7 @@ impl StreamEarliestCompletion {
             .iter()
             .map(|s| FluidStream {
                 size: bytes_left(s),
-                weight: s.meta.urgency.weight(),
+                weight: self.config.weights[usize::from(s.meta.urgency.get())],
             })
             .collect();
         // The order does not depend on the rate.
@@ -486,7 +505,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::Urgency;
 
     fn rate(bytes_per_sec: f64) -> Bandwidth {
         Bandwidth::from_bytes_per_sec(bytes_per_sec).unwrap()
@@ -538,15 +556,17 @@ mod tests {
     }
 
     /// \[SEC\] section 3.1.1: "if we transmit the streams 2, 1, 3 exclusively, they can complete
-    /// at 1, 3, and 5s respectively". Urgencies stand in for Firefox's weights (32, 42, 22 ->
-    /// nearest urgency weights 32, 32, 16), which keeps the paper's order.
+    /// at 1, 3, and 5s respectively", with the paper's Firefox weights 32, 42 and 22 given to
+    /// urgencies 1, 0 and 2 through the weight table.
     #[test]
     fn sec_sends_figure_1_exclusively_in_wrr_completion_order() {
         let now = Instant::now();
-        let mut sec = StreamEarliestCompletion::default();
+        let mut config = SecConfig::default();
+        config.weights([42, 32, 22, 16, 8, 4, 2, 1]);
+        let mut sec = StreamEarliestCompletion::new(config);
         let path = PathSnapshot::new(PathId(0), Duration::from_millis(20), rate(1e6), 1 << 40);
         sec.on_path_added(now, &path).unwrap();
-        for (id, size, urgency) in [(1, 2_000_000, 3), (2, 1_000_000, 3), (3, 2_000_000, 4)] {
+        for (id, size, urgency) in [(1, 2_000_000, 1), (2, 1_000_000, 0), (3, 2_000_000, 2)] {
             let meta = StreamMeta::new(StreamId(id))
                 .with_size(size)
                 .with_urgency(Urgency::new(urgency).unwrap());
@@ -614,7 +634,7 @@ mod tests {
         );
         assert_eq!(
             split_stream(1, &[path; 3], &mut [0; 2]),
-            Err(SchedError::TooManyPaths { max: 2 })
+            Err(SchedError::AllocationOutput { paths: 3, out: 2 })
         );
     }
 
