@@ -130,8 +130,11 @@ fn sim(args: &SimArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Milliseconds rounded to the microsecond, the simulator's useful precision.
 fn millis(value: Option<std::time::Duration>) -> Value {
-    value.map_or(Value::Null, |v| json!(v.as_secs_f64() * 1e3))
+    value.map_or(Value::Null, |v| {
+        json!((v.as_secs_f64() * 1e6).round() / 1e3)
+    })
 }
 
 fn to_json(comparison: &Comparison) -> Value {

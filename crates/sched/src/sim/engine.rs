@@ -13,12 +13,12 @@
 //! - After every batch of events at one instant, the scheduler hears about every path whose
 //!   window or estimates changed (`on_path_updated`), then each path with a full packet of
 //!   window room is polled (`poll_send`) until it says `None` or the room is used, as the
-//!   contract says. Grants are packed into packets of at most the MTU (frames of several
+//!   contract says, and a path that sent is reported again with its new bytes in flight. Grants are packed into packets of at most the MTU (frames of several
 //!   streams share a packet, as in QUIC); a new packet is started only when a whole MTU fits
 //!   in the window, as quinn does. Re-sent frames go first, on the path that lost them.
 //! - Each delivered packet is acknowledged at once and the ack takes the path's one-way delay
-//!   back; acks are never lost. [`PathSender`] does loss detection, the window and the
-//!   estimators.
+//!   back; acks are never lost. `PathSender` (path.rs) does loss detection, probes, the window
+//!   and the estimators.
 //! - An object completes when the client holds all of its bytes; its children are requested
 //!   then, after their delay.
 
@@ -364,7 +364,14 @@ impl<'a> Simulation<'a> {
             }
         }
         for index in 0..self.paths.len() {
-            self.send_round(index)?;
+            // The scheduler sees the bytes just sent in flight before the next path is polled
+            // (schedulers compare paths' room, e.g. LRF's slow path waits while a faster one
+            // has room).
+            if self.send_round(index)? {
+                let path = &mut self.paths[index];
+                path.dirty = false;
+                self.scheduler.on_path_updated(at, &path.snapshot())?;
+            }
         }
         for (index, path) in self.paths.iter_mut().enumerate() {
             let next = path.next_timer().map(|t| t.max(self.now));
@@ -395,16 +402,32 @@ impl<'a> Simulation<'a> {
         Ok(())
     }
 
-    /// Fills one path's window: re-sent frames first, then the scheduler's grants.
-    fn send_round(&mut self, index: usize) -> Result<(), SimError> {
+    /// Fills one path's window: probes and re-sent frames first, then the scheduler's grants.
+    /// Returns whether any packet left.
+    fn send_round(&mut self, index: usize) -> Result<bool, SimError> {
         let mtu = self.config.mtu();
         let at = self.at();
         let mut builder = PacketBuilder::new(mtu);
         let path = &mut self.paths[index];
-        let mut room = path.room();
+        let mut room = path.room(mtu);
+        path.probes = 0;
         // A new packet needs a whole MTU of window; an open one takes what fits.
         let can_send =
             |room: u64, len: u64, space: u64| len <= room && (len <= space || room >= mtu);
+
+        // After a probe timeout: copies of the oldest packets in flight, beyond the window.
+        for frame in std::mem::take(&mut path.probe_frames) {
+            let f = self.frames[frame];
+            if f.acked {
+                continue;
+            }
+            if !can_send(room, f.len, builder.space()) {
+                break;
+            }
+            builder.push(frame, f.len);
+            room -= f.len;
+            path.stats.bytes_retransmitted += f.len;
+        }
 
         while let Some(&frame) = path.retransmit.front() {
             let f = self.frames[frame];
@@ -473,7 +496,9 @@ impl<'a> Simulation<'a> {
         }
 
         path.app_limited = app_limited;
-        for (bytes, frames) in builder.finish() {
+        let packets = builder.finish();
+        let sent = !packets.is_empty();
+        for (bytes, frames) in packets {
             let packet = path.on_sent(self.now, self.epoch, bytes, frames.clone());
             match path.link.send(self.now, bytes) {
                 Fate::Arrives(t) => self.queue.push(
@@ -488,7 +513,7 @@ impl<'a> Simulation<'a> {
                 Fate::Dropped => path.stats.packets_dropped += 1,
             }
         }
-        Ok(())
+        Ok(sent)
     }
 
     fn result(self) -> PageResult {

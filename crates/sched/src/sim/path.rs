@@ -4,12 +4,20 @@
 //! Each path is its own QUIC connection in mpquic (see DESIGN.md), so loss recovery is per
 //! path: a lost packet's frames are re-sent on the same path, ahead of new data.
 //!
-//! Loss detection follows RFC 9002 section 6.1: a packet is lost when a packet sent at least
-//! three later is acknowledged ("kPacketThreshold [...] RECOMMENDED value [...] 3"), or when it
-//! is older than 9/8 of the RTT and a later one was acknowledged (the time threshold quinn also
-//! applies). A tail loss that no later ack reveals is found by a retransmission timeout: the
-//! estimate crate's RFC 6298 RTO after the oldest packet in flight, doubled on each expiry
-//! without an ack in between (RFC 6298 (5.5)).
+//! Loss detection follows RFC 9002 section 6, as quinn does:
+//! - a packet is lost when a packet sent at least three later is acknowledged
+//!   ("kPacketThreshold [...] RECOMMENDED value [...] 3"), or when a later one was acknowledged
+//!   and it is older than 9/8 of the RTT ("kTimeThreshold"), for which a loss timer is armed;
+//! - otherwise a probe timeout, based on the estimate crate's RFC 6298 RTO (srtt + max(G,
+//!   4 rttvar), floored at [`SimConfig::set_min_rto`]), runs from the last packet sent and
+//!   doubles on each expiry without an ack in between (RFC 9002 section 6.2.1, RFC 6298 (5.5)).
+//!   It declares nothing lost: it lets up to two probe packets leave beyond the window,
+//!   carrying copies of the oldest packets in flight, and their acknowledgement a round trip
+//!   later lets the thresholds find whatever was really lost. This is how a tail loss, or a
+//!   window full of lost packets, is recovered without spurious re-sends.
+//!
+//! Persistent congestion (RFC 9002 section 7.6) is not modelled: the window halves at most
+//! once per round trip and never collapses to the minimum.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -29,8 +37,12 @@ const PACKET_THRESHOLD: u64 = 3;
 const TIME_THRESHOLD: (u32, u32) = (9, 8);
 /// RFC 9002 section 6.1.2: "kGranularity [...] 1 millisecond".
 const GRANULARITY: Duration = Duration::from_millis(1);
-/// Doublings of the timeout before it stops growing.
+/// Doublings of the probe timeout before it stops growing.
 const MAX_BACKOFF: u32 = 6;
+/// RFC 9002 section 6.2.4: "An endpoint MAY send up to two full-sized datagrams containing
+/// ack-eliciting packets to avoid an expensive consecutive PTO expiration due to a single lost
+/// datagram".
+const PROBE_PACKETS: u64 = 2;
 
 #[derive(Debug, Clone)]
 struct SentPacket {
@@ -66,9 +78,16 @@ pub(super) struct PathSender {
     in_flight: u64,
     largest_acked: Option<u64>,
     latest_rtt: Duration,
+    /// When the last packet left: the probe timeout runs from here.
+    last_sent: Duration,
     backoff: u32,
     /// The last send round ended with window room and nothing to send.
     pub(super) app_limited: bool,
+    /// Packets the next send round may send beyond the window, after a timeout: RFC 9002
+    /// section 7.5, "Probe packets MUST NOT be blocked by the congestion controller."
+    pub(super) probes: u64,
+    /// Frames the probes carry first: copies of the oldest packets in flight.
+    pub(super) probe_frames: Vec<usize>,
     /// Frames to re-send here before any new data.
     pub(super) retransmit: VecDeque<usize>,
     /// Estimates or window changed since the scheduler last heard about this path.
@@ -107,8 +126,11 @@ impl PathSender {
             in_flight: 0,
             largest_acked: None,
             latest_rtt: Duration::ZERO,
+            last_sent: Duration::ZERO,
             backoff: 0,
             app_limited: true,
+            probes: 0,
+            probe_frames: Vec::new(),
             retransmit: VecDeque::new(),
             dirty: false,
             timer: None,
@@ -133,9 +155,12 @@ impl PathSender {
         }
     }
 
-    /// Bytes the congestion window admits now.
-    pub(super) fn room(&self) -> u64 {
-        self.cc.window().saturating_sub(self.in_flight)
+    /// Bytes the congestion window admits now, or the probes a timeout allows if more.
+    pub(super) fn room(&self, mtu: u64) -> u64 {
+        self.cc
+            .window()
+            .saturating_sub(self.in_flight)
+            .max(self.probes * mtu)
     }
 
     /// Records a packet leaving at `now` and returns its number.
@@ -152,6 +177,7 @@ impl PathSender {
             self.bandwidth
                 .on_packet_sent(epoch + now, bytes, self.in_flight, self.app_limited);
         self.in_flight += bytes;
+        self.last_sent = now;
         self.sent.insert(
             number,
             SentPacket {
@@ -240,43 +266,51 @@ impl PathSender {
         frames
     }
 
-    fn timeout(&self) -> Duration {
+    fn probe_timeout(&self) -> Duration {
         self.rtt.rto().saturating_mul(1 << self.backoff)
     }
 
-    /// When the path next needs [`on_timer`](Self::on_timer): the earliest time-threshold loss
-    /// or the retransmission timeout of the oldest packet in flight.
-    pub(super) fn next_timer(&self) -> Option<Duration> {
-        let oldest = self.sent.values().next()?;
-        let rto = oldest.sent_at + self.timeout();
-        let loss = self.largest_acked.and_then(|largest| {
-            self.sent
-                .range(..largest)
-                .next()
-                .map(|(_, p)| p.sent_at + self.loss_delay())
-        });
-        Some(loss.map_or(rto, |loss| loss.min(rto)))
+    /// RFC 9002 section 6.1.2: when the oldest packet below the largest acknowledged one
+    /// crosses the time threshold.
+    fn loss_time(&self) -> Option<Duration> {
+        let largest = self.largest_acked?;
+        let (_, oldest) = self.sent.range(..largest).next()?;
+        Some(oldest.sent_at + self.loss_delay())
     }
 
-    /// The timer fired at `now`: time-threshold losses, else a retransmission timeout that
-    /// declares lost every packet in flight for longer than the timeout.
-    pub(super) fn on_timer(&mut self, now: Duration) -> Vec<usize> {
-        let lost = self.detect_losses(now);
-        if !lost.is_empty() {
-            return lost;
+    /// When the path next needs [`on_timer`](Self::on_timer): the loss timer if one is due,
+    /// else the probe timeout after the last packet sent, while anything is in flight (RFC
+    /// 9002 section 6.2.1: "the PTO timer MUST NOT be set if a timer is set for time threshold
+    /// loss detection").
+    pub(super) fn next_timer(&self) -> Option<Duration> {
+        if let Some(loss) = self.loss_time() {
+            return Some(loss);
         }
-        let timeout = self.timeout();
-        let expired: Vec<u64> = self
-            .sent
-            .iter()
-            .filter(|(_, p)| p.sent_at + timeout <= now)
-            .map(|(number, _)| *number)
-            .collect();
-        if expired.is_empty() {
+        if self.sent.is_empty() {
+            return None;
+        }
+        Some(self.last_sent + self.probe_timeout())
+    }
+
+    /// The timer fired at `now`: returns the frames of packets lost by the time threshold;
+    /// or, on a probe timeout, arms the probes and returns nothing.
+    pub(super) fn on_timer(&mut self, now: Duration) -> Vec<usize> {
+        if self.loss_time().is_some_and(|t| t <= now) {
+            return self.detect_losses(now);
+        }
+        if self.sent.is_empty() || self.last_sent + self.probe_timeout() > now {
             return Vec::new();
         }
         self.stats.timeouts += 1;
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
-        self.declare_lost(now, &expired)
+        self.probes = PROBE_PACKETS;
+        self.probe_frames = self
+            .sent
+            .values()
+            .take(PROBE_PACKETS as usize)
+            .flat_map(|p| p.frames.iter().copied())
+            .collect();
+        self.dirty = true;
+        Vec::new()
     }
 }

@@ -9,7 +9,7 @@ pub struct PathStats {
     pub packets_sent: u64,
     /// Payload bytes sent, retransmissions included.
     pub bytes_sent: u64,
-    /// Payload bytes re-sent after a loss was declared.
+    /// Payload bytes re-sent: frames of packets declared lost, and the copies probes carry.
     pub bytes_retransmitted: u64,
     /// Packets lost at random on the link (the drop rate).
     pub packets_lost: u64,
@@ -19,7 +19,7 @@ pub struct PathStats {
     pub packets_declared_lost: u64,
     /// Declared losses whose packet was acknowledged after all.
     pub spurious_losses: u64,
-    /// Retransmission timeouts that declared packets lost.
+    /// Probe timeouts (no ack for a whole timeout while packets were in flight).
     pub timeouts: u64,
 }
 
