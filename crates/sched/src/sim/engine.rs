@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use super::events::{Event, EventQueue};
 use super::link::Fate;
+use super::packet::{Frame, PacketBuilder};
 use super::path::PathSender;
 use super::{ObjectResult, Page, PageResult, SimConfig, SimError, Start};
 use crate::{Scheduler, StreamId, StreamMeta};
@@ -60,19 +61,6 @@ pub fn simulate(
     Simulation::new(config, scheduler, page)?.run()
 }
 
-/// A contiguous piece of one object's body, the unit a packet carries and a loss re-sends.
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    object: usize,
-    len: u64,
-    /// The client has it.
-    delivered: bool,
-    /// The server knows the client has it.
-    acked: bool,
-    /// Waiting in its path's retransmission queue.
-    pending: bool,
-}
-
 #[derive(Debug, Clone, Copy, Default)]
 struct ObjectState {
     requested: Option<Duration>,
@@ -85,50 +73,6 @@ struct ObjectState {
     unsent: u64,
     /// Server side: bytes acknowledged.
     acked: u64,
-}
-
-/// Packs frames into packets of at most `mtu` bytes.
-#[derive(Debug)]
-struct PacketBuilder {
-    mtu: u64,
-    open: Option<(u64, Vec<usize>)>,
-    done: Vec<(u64, Vec<usize>)>,
-}
-
-impl PacketBuilder {
-    fn new(mtu: u64) -> Self {
-        Self {
-            mtu,
-            open: None,
-            done: Vec::new(),
-        }
-    }
-
-    /// Bytes still free in the open packet (0 if none is open).
-    fn space(&self) -> u64 {
-        self.open.as_ref().map_or(0, |(len, _)| self.mtu - len)
-    }
-
-    fn close(&mut self) {
-        if let Some(packet) = self.open.take() {
-            self.done.push(packet);
-        }
-    }
-
-    /// Adds a frame of `len` bytes, closing the open packet first if it does not fit.
-    fn push(&mut self, frame: usize, len: u64) {
-        if len > self.space() {
-            self.close();
-        }
-        let (used, frames) = self.open.get_or_insert_with(|| (0, Vec::new()));
-        *used += len;
-        frames.push(frame);
-    }
-
-    fn finish(mut self) -> Vec<(u64, Vec<usize>)> {
-        self.close();
-        self.done
-    }
 }
 
 struct Simulation<'a> {

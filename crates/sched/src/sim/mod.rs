@@ -20,6 +20,12 @@
 //! Determinism: the same configuration (seed included), page and scheduler give the same
 //! result, bit for bit. Each path draws its losses from its own ChaCha8 stream of the seed.
 //!
+//! The FRT/PLT tables of the builtin pages on the \[PB\] scenarios are snapshot-tested against
+//! `src/sim/snapshots/tables.txt`, so a change that moves them is seen in review. When a change
+//! is meant to move them, regenerate the file with
+//! `UPDATE_SNAPSHOTS=1 cargo test -p mpquic-sched --lib sim::tests::tables_match_the_snapshot`
+//! and commit it with the change.
+//!
 //! # Example
 //! ```
 //! use mpquic_sched::sim::{compare, Page, Scenario, SimConfig};
@@ -45,6 +51,7 @@ mod error;
 mod events;
 mod link;
 mod oracle;
+mod packet;
 mod page;
 mod path;
 mod report;
@@ -57,7 +64,7 @@ pub use config::{Congestion, PathConfig, SimConfig};
 pub use engine::simulate;
 pub use error::SimError;
 pub use oracle::{oracle, OracleBound};
-pub use page::{Object, Page, Start};
+pub use page::{Object, Page, Start, MAX_OBJECTS, MAX_OBJECT_BYTES};
 pub use report::{compare, reduction, Comparison, Row, BASELINE};
 pub use result::{ObjectResult, PageResult, PathStats};
 pub use scenario::{bdp_bytes, default_queue_bytes, PathSpec, Scenario, MIN_QUEUE_BYTES};

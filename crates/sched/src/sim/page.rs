@@ -6,6 +6,13 @@ use std::time::Duration;
 use super::SimError;
 use crate::Urgency;
 
+/// The largest object the simulator loads (1 GiB): far beyond any web object, and small enough
+/// that no sum of sizes can overflow.
+pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
+
+/// The most objects a page may have.
+pub const MAX_OBJECTS: usize = 100_000;
+
 /// When the client requests an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -109,7 +116,9 @@ impl Page {
 
     /// Sum of every object's size.
     pub fn total_bytes(&self) -> u64 {
-        self.objects.iter().map(|o| o.size).sum()
+        self.objects
+            .iter()
+            .fold(0, |sum: u64, o| sum.saturating_add(o.size))
     }
 
     /// Number of critical objects.
@@ -117,8 +126,9 @@ impl Page {
         self.objects.iter().filter(|o| o.critical).count()
     }
 
-    /// Checks that the simulator can load the page: at least one object, every object at
-    /// least one byte, every parent listed before its child (which also rules out cycles).
+    /// Checks that the simulator can load the page: 1 to [`MAX_OBJECTS`] objects, every object
+    /// of 1 to [`MAX_OBJECT_BYTES`] bytes, every parent listed before its child (which also
+    /// rules out cycles), start offsets and delays within an hour.
     pub fn validate(&self) -> Result<(), SimError> {
         let fail = |reason: String| SimError::InvalidPage {
             page: self.name.clone(),
@@ -127,7 +137,16 @@ impl Page {
         if self.objects.is_empty() {
             return Err(fail("a page needs at least one object".into()));
         }
+        if self.objects.len() > MAX_OBJECTS {
+            return Err(fail(format!("at most {MAX_OBJECTS} objects")));
+        }
         for (index, object) in self.objects.iter().enumerate() {
+            if object.size > MAX_OBJECT_BYTES {
+                return Err(fail(format!(
+                    "object {index} ({}) has {} bytes; at most {MAX_OBJECT_BYTES} are simulated",
+                    object.name, object.size
+                )));
+            }
             if object.size == 0 {
                 return Err(fail(format!(
                     "object {index} ({}) is empty; a response carries at least one byte",

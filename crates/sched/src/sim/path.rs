@@ -203,7 +203,7 @@ impl PathSender {
             return outcome;
         };
         self.dirty = true;
-        self.in_flight -= packet.bytes;
+        self.in_flight = self.in_flight.saturating_sub(packet.bytes);
         self.latest_rtt = now.saturating_sub(packet.sent_at);
         self.rtt.on_sample(self.latest_rtt);
         // The sample only feeds the windowed maximum; the estimator keeps it.
@@ -226,7 +226,7 @@ impl PathSender {
 
     fn loss_delay(&self) -> Duration {
         let rtt = self.rtt.srtt().max(self.latest_rtt);
-        (rtt * TIME_THRESHOLD.0 / TIME_THRESHOLD.1).max(GRANULARITY)
+        (rtt.saturating_mul(TIME_THRESHOLD.0) / TIME_THRESHOLD.1).max(GRANULARITY)
     }
 
     /// RFC 9002 section 6.1: declares lost every packet below the largest acknowledged that is
@@ -252,7 +252,7 @@ impl PathSender {
         let mut newest_sent = None;
         for number in numbers {
             if let Some(packet) = self.sent.remove(number) {
-                self.in_flight -= packet.bytes;
+                self.in_flight = self.in_flight.saturating_sub(packet.bytes);
                 self.stats.packets_declared_lost += 1;
                 newest_sent = Some(packet.sent_at);
                 frames.extend_from_slice(&packet.frames);
