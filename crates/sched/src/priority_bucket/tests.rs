@@ -292,3 +292,39 @@ fn a_failed_path_hands_its_share_to_the_others() {
     assert_eq!(pb.quota(id, PathId(0)), 1_000_000);
     assert_eq!(pb.poll_send(now, PathId(1), 1_000), None);
 }
+
+/// A long-RTT path still in slow start carries one window per round trip, not its bottleneck
+/// rate: capped by cwnd / SRTT it gets a smaller share than the paper's b_i would give it.
+#[test]
+fn a_path_in_slow_start_gets_what_its_window_carries() {
+    let now = Instant::now();
+    let share_of_slow_path = |window_limited: bool| {
+        let mut config = PriorityBucketConfig::default();
+        config.window_limited_rate(window_limited);
+        let mut pb = PriorityBucket::new(config);
+        let fast = PathSnapshot::new(
+            PathId(0),
+            Duration::from_millis(10),
+            Bandwidth::from_bits_per_sec(10e6).unwrap(),
+            100_000,
+        );
+        // 40 Mbit/s at 50 ms RTT, but an initial window of 12 kB: 240 kB/s for now.
+        let slow = PathSnapshot::new(
+            PathId(1),
+            Duration::from_millis(50),
+            Bandwidth::from_bits_per_sec(40e6).unwrap(),
+            12_000,
+        );
+        pb.on_path_added(now, &fast).unwrap();
+        pb.on_path_added(now, &slow).unwrap();
+        let id = StreamId(0);
+        pb.on_stream_opened(now, &StreamMeta::new(id).with_size(300_000))
+            .unwrap();
+        pb.quota(id, PathId(1))
+    };
+    // Paper: 25,000 bytes fill the gap on the fast path, the rest splits 1.25 : 5.
+    assert_eq!(share_of_slow_path(false), 220_000);
+    // Capped: r_2 = 25 ms, b_2 = 12 kB / 50 ms = 240 kB/s, so past the gap the slow path
+    // gets 275,000 x 0.24 / 1.49.
+    assert_eq!(share_of_slow_path(true), 44_295);
+}
