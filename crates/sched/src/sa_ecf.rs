@@ -21,9 +21,8 @@
 //! Chosen here: `k` is computed exactly by the fluid WRR model of
 //! [`wrr_completion`](crate::wrr_completion) (bytes sent until the stream completes
 //! at a rate of one byte per second), where the mp-quic code approximates it from the
-//! stream's share in the current round; the turn order is [`WeightedRoundRobin`]'s; and since
-//! a [`PathSnapshot`] carries no RTT variance, `var` is `srtt - min_rtt`, the delay the path
-//! currently adds above its floor.
+//! stream's share in the current round; the turn order is [`WeightedRoundRobin`]'s; `var` is
+//! the snapshot's RTTVAR.
 //!
 //! [`WeightedRoundRobin`]: crate::WeightedRoundRobin
 
@@ -198,9 +197,10 @@ fn bytes_left(stream: &StreamState) -> u64 {
     stream.remaining().unwrap_or(stream.queued)
 }
 
-/// The stand-in for RTT variance: how far SRTT sits above the path's floor.
+/// ECF's `var`: the path's RTT variation (RFC 6298 RTTVAR, as `mptcp_ecf.c` uses
+/// `rttvar_us`).
 fn variation(path: &PathSnapshot) -> Duration {
-    path.srtt.saturating_sub(path.min_rtt)
+    path.rttvar
 }
 
 impl Scheduler for SaEcf {
@@ -292,6 +292,8 @@ mod tests {
         let rate = Bandwidth::from_bytes_per_sec(1e6).unwrap();
         let mut path = PathSnapshot::new(PathId(id), Duration::from_millis(rtt_ms), rate, cwnd);
         path.bytes_in_flight = in_flight;
+        // Settled paths: no RTT variation, so ECF's delta is 0 and the arithmetic stays plain.
+        path.rttvar = Duration::ZERO;
         path
     }
 

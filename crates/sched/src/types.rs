@@ -172,6 +172,8 @@ pub struct PathSnapshot {
     pub status: PathStatus,
     /// Smoothed RTT (RFC 6298 SRTT).
     pub srtt: Duration,
+    /// RTT variation (RFC 6298 RTTVAR).
+    pub rttvar: Duration,
     /// Smallest RTT seen.
     pub min_rtt: Duration,
     /// One-way delay towards the receiver.
@@ -185,12 +187,14 @@ pub struct PathSnapshot {
 }
 
 impl PathSnapshot {
-    /// A snapshot with every delay set to `rtt` (one-way delay half of it), the window empty.
+    /// A snapshot with every delay set to `rtt` (one-way delay half of it, RTT variation half
+    /// of it as RFC 6298 (2.2) seeds it), nothing in flight.
     pub fn new(id: PathId, rtt: Duration, bandwidth: Bandwidth, cwnd: u64) -> Self {
         Self {
             id,
             status: PathStatus::Available,
             srtt: rtt,
+            rttvar: rtt / 2,
             min_rtt: rtt,
             one_way_delay: rtt / 2,
             bandwidth,

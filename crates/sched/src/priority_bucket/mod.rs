@@ -100,8 +100,8 @@ impl Default for PriorityBucketConfig {
 /// - **Window-limited b_i.** A path in slow start delivers one congestion window per round
 ///   trip, far below the bottleneck rate its estimate (or prior) gives; b_i is therefore
 ///   min(bandwidth, cwnd / SRTT) by default ([`PriorityBucketConfig::window_limited_rate`]),
-///   and the drift rule moves the unsent rest as the window grows. In the simulator this
-///   takes FRT on pb-high / youtube-2013 from 206 ms to 135 ms (LRF: 234 ms).
+///   and the drift rule moves the unsent rest as the window grows. Set it to `false` for the
+///   paper's b_i.
 /// - A stream with quota on a path but nothing written yet does not block lower buckets: the
 ///   path moves on to the next stream that has data, so an idle application never idles a path.
 #[derive(Debug, Default)]

@@ -146,6 +146,7 @@ impl PathSender {
             id: self.id,
             status: PathStatus::Available,
             srtt: self.rtt.srtt(),
+            rttvar: self.rtt.rttvar(),
             min_rtt: self.rtt.min_rtt(),
             one_way_delay: self.owd.estimate(&self.rtt),
             bandwidth: Bandwidth::from_bytes_per_sec(self.bandwidth.bandwidth())
