@@ -183,7 +183,7 @@ impl SaEcf {
         wait.waiting = true;
         let until = *wait
             .until
-            .get_or_insert_with(|| now.checked_add(fast.srtt + delta).unwrap_or(now));
+            .get_or_insert_with(|| now.checked_add(fast.srtt.saturating_add(delta)).unwrap_or(now));
         if now >= until {
             wait.until = None;
             return false;
