@@ -1,0 +1,127 @@
+//! `cargo xtask ci`: the checks CI runs, in order, stopping at the first failure (STYLE.md
+//! habit 12: one entry point, the same steps locally as in CI).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One check: a cargo invocation with its extra environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// A short name for messages.
+    pub name: &'static str,
+    /// Arguments after `cargo`.
+    pub args: &'static [&'static str],
+    /// Environment variables set for this step only.
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+impl Step {
+    /// The step as a shell line, for messages.
+    pub fn command_line(&self) -> String {
+        let env = self.env.iter().map(|(key, value)| format!("{key}={value}"));
+        let args = self.args.iter().map(|arg| (*arg).to_owned());
+        env.chain(std::iter::once("cargo".to_owned()))
+            .chain(args)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The checks, in the order they run.
+pub const STEPS: [Step; 4] = [
+    Step {
+        name: "fmt",
+        args: &["fmt", "--all", "--", "--check"],
+        env: &[],
+    },
+    Step {
+        name: "clippy",
+        args: &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        env: &[],
+    },
+    Step {
+        name: "doc",
+        args: &["doc", "--workspace", "--no-deps"],
+        env: &[("RUSTDOCFLAGS", "-Dwarnings")],
+    },
+    Step {
+        name: "test",
+        args: &["test", "--workspace"],
+        env: &[],
+    },
+];
+
+/// The workspace root: the parent of this crate's directory.
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// The cargo to run: `$CARGO` (set by `cargo run`, so the same toolchain) or `cargo`.
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// Runs [`STEPS`] from the workspace root with inherited stdio; the error names the step that
+/// failed.
+pub fn run() -> Result<(), String> {
+    let root = workspace_root();
+    let cargo = cargo();
+    let total = STEPS.len();
+    for (i, step) in STEPS.iter().enumerate() {
+        let line = step.command_line();
+        eprintln!("==> ci {}/{total} {}: {line}", i + 1, step.name);
+        let mut command = Command::new(&cargo);
+        command.args(step.args).current_dir(&root);
+        for (key, value) in step.env {
+            command.env(key, value);
+        }
+        let status = command.status().map_err(|e| {
+            format!(
+                "ci step {} ({line}) could not start {cargo}: {e}",
+                step.name
+            )
+        })?;
+        if !status.success() {
+            return Err(format!(
+                "ci step {} of {total}, {}, failed ({status}): {line}",
+                i + 1,
+                step.name
+            ));
+        }
+    }
+    eprintln!("==> ci: all {total} steps passed");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_in_order() {
+        let names: Vec<_> = STEPS.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["fmt", "clippy", "doc", "test"]);
+        assert_eq!(
+            STEPS[1].command_line(),
+            "cargo clippy --workspace --all-targets -- -D warnings"
+        );
+        assert_eq!(
+            STEPS[2].command_line(),
+            "RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps"
+        );
+    }
+
+    #[test]
+    fn root_holds_the_workspace_manifest() {
+        let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("[workspace]"));
+    }
+}

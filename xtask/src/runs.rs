@@ -1,0 +1,272 @@
+//! Repeating the simulator comparison over consecutive seeds and summarizing each scheduler's
+//! FRT and PLT (mean and sample standard deviation), as the papers report 10 repetitions.
+
+use std::time::Duration;
+
+use mpquic_sched::sim::{compare, oracle, OracleBound, Page, SimConfig, SimError};
+use mpquic_sched::SchedulerKind;
+use serde_json::{json, Map, Value};
+
+use crate::stats::Summary;
+
+/// One scheduler over all the runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    /// The scheduler.
+    pub kind: SchedulerKind,
+    /// Its summaries, or why some run failed.
+    pub outcome: Result<Measured, Failed>,
+}
+
+/// A scheduler's FRT and PLT over runs that all succeeded, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// First rendering time; `None` when the page has no critical object.
+    pub frt: Option<Summary>,
+    /// Page load time.
+    pub plt: Summary,
+}
+
+/// A scheduler that failed in at least one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failed {
+    /// How many of the runs failed.
+    pub failed_runs: usize,
+    /// The first failure, with its seed.
+    pub first: String,
+}
+
+/// Every scheduler's summaries over `runs` seeds starting at `first_seed`, with the oracle's
+/// bounds (which do not depend on the seed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runs {
+    /// The first seed; run `i` used `first_seed + i`.
+    pub first_seed: u64,
+    /// How many runs.
+    pub runs: u32,
+    /// One row per scheduler, in the order asked.
+    pub rows: Vec<RunRow>,
+    /// The lower bounds.
+    pub oracle: OracleBound,
+}
+
+impl Runs {
+    /// The last seed used.
+    pub fn last_seed(&self) -> u64 {
+        self.first_seed + u64::from(self.runs.max(1) - 1)
+    }
+}
+
+fn millis(value: Duration) -> f64 {
+    value.as_secs_f64() * 1e3
+}
+
+/// What one scheduler collected over the runs.
+#[derive(Default)]
+struct Samples {
+    frt: Vec<Option<f64>>,
+    plt: Vec<f64>,
+    failures: Vec<(u64, SimError)>,
+}
+
+impl Samples {
+    fn finish(self) -> Result<Measured, Failed> {
+        if let Some((seed, error)) = self.failures.first() {
+            return Err(Failed {
+                failed_runs: self.failures.len(),
+                first: format!("seed {seed}: {error}"),
+            });
+        }
+        // The page decides whether there is a critical object, so FRT is there in every run
+        // or in none.
+        let frt: Option<Vec<f64>> = self.frt.into_iter().collect();
+        let frt = frt.and_then(|v| Summary::of(&v));
+        let plt = Summary::of(&self.plt).ok_or_else(|| Failed {
+            failed_runs: 0,
+            first: "no page load time measured".to_owned(),
+        })?;
+        Ok(Measured { frt, plt })
+    }
+}
+
+/// Runs every scheduler of `kinds` over `page` `runs` times (at least once), with seeds `first_seed`,
+/// `first_seed + 1`, ... on top of `config`. The caller checks that the seeds do not overflow.
+///
+/// # Errors
+/// Only an invalid configuration or page; a scheduler's failed runs are in its row.
+pub fn run(
+    config: &SimConfig,
+    page: &Page,
+    kinds: &[SchedulerKind],
+    first_seed: u64,
+    runs: u32,
+) -> Result<Runs, SimError> {
+    // The oracle ignores random loss, so one computation holds for every seed.
+    let oracle = oracle(config, page)?;
+    let mut config = config.clone();
+    let mut samples: Vec<Samples> = kinds.iter().map(|_| Samples::default()).collect();
+    for i in 0..u64::from(runs.max(1)) {
+        let seed = first_seed.wrapping_add(i);
+        config.set_seed(seed);
+        let comparison = compare(&config, page, kinds)?;
+        for (sample, row) in samples.iter_mut().zip(comparison.rows) {
+            match row.result {
+                Ok(r) => {
+                    sample.frt.push(r.frt.map(millis));
+                    sample.plt.push(millis(r.plt));
+                }
+                Err(e) => sample.failures.push((seed, e)),
+            }
+        }
+    }
+    let rows = kinds
+        .iter()
+        .zip(samples)
+        .map(|(&kind, sample)| RunRow {
+            kind,
+            outcome: sample.finish(),
+        })
+        .collect();
+    Ok(Runs {
+        first_seed,
+        runs: runs.max(1),
+        rows,
+        oracle,
+    })
+}
+
+/// Milliseconds rounded to the microsecond, the simulator's useful precision.
+fn rounded(ms: f64) -> Value {
+    json!((ms * 1e3).round() / 1e3)
+}
+
+fn optional(ms: Option<f64>) -> Value {
+    ms.map_or(Value::Null, rounded)
+}
+
+/// One JSON object keyed by scheduler name: each `{"frt_ms", "plt_ms"}` (the means, as a single
+/// run reported them before), `"frt_sd_ms"`, `"plt_sd_ms"` and `"runs"`; a scheduler that failed
+/// has nulls, `"failed_runs"` and `"error"`. `"oracle"` holds `{"frt_ms", "plt_ms"}`.
+pub fn to_json(runs: &Runs) -> Value {
+    let mut object = Map::new();
+    for row in &runs.rows {
+        let value = match &row.outcome {
+            Ok(m) => json!({
+                "frt_ms": optional(m.frt.map(|s| s.mean)),
+                "plt_ms": rounded(m.plt.mean),
+                "frt_sd_ms": optional(m.frt.map(|s| s.sd)),
+                "plt_sd_ms": rounded(m.plt.sd),
+                "runs": runs.runs,
+            }),
+            Err(f) => json!({
+                "frt_ms": null,
+                "plt_ms": null,
+                "frt_sd_ms": null,
+                "plt_sd_ms": null,
+                "runs": runs.runs,
+                "failed_runs": f.failed_runs,
+                "error": f.first,
+            }),
+        };
+        object.insert(row.kind.name().to_owned(), value);
+    }
+    object.insert(
+        "oracle".to_owned(),
+        json!({
+            "frt_ms": optional(runs.oracle.frt.map(millis)),
+            "plt_ms": rounded(millis(runs.oracle.plt)),
+        }),
+    );
+    Value::Object(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpquic_sched::sim::Scenario;
+
+    fn setup(scenario: &str) -> (SimConfig, Page) {
+        let scenario = Scenario::by_name(scenario).unwrap();
+        let config = SimConfig::from_scenario(scenario);
+        (config, Page::builtin("youtube-2013").unwrap())
+    }
+
+    #[test]
+    fn lossless_runs_are_identical() {
+        let (config, page) = setup("pb-high");
+        let runs = run(&config, &page, &SchedulerKind::ALL, 1, 3).unwrap();
+        assert_eq!(runs.rows.len(), SchedulerKind::ALL.len());
+        assert_eq!((runs.first_seed, runs.last_seed()), (1, 3));
+        for row in &runs.rows {
+            let Ok(m) = &row.outcome else { continue };
+            assert_eq!(m.plt.n, 3);
+            assert!(m.plt.sd.abs() < 1e-9, "{}: {:?}", row.kind.name(), m.plt);
+            assert!(m.frt.unwrap().sd.abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn means_are_over_the_seeds_and_one_run_matches_compare() {
+        let (mut config, page) = setup("pb-high-lossy");
+        let kinds = [SchedulerKind::Lrf, SchedulerKind::RoundRobin];
+        let runs = run(&config, &page, &kinds, 7, 2).unwrap();
+        let mut plt = vec![Vec::new(); kinds.len()];
+        for seed in [7, 8] {
+            config.set_seed(seed);
+            let c = compare(&config, &page, &kinds).unwrap();
+            for (i, row) in c.rows.iter().enumerate() {
+                plt[i].push(millis(row.result.as_ref().unwrap().plt));
+            }
+            if seed == 7 {
+                let one = run(&config, &page, &kinds, 7, 1).unwrap();
+                let json = to_json(&one);
+                let lrf = c.rows[0].result.as_ref().unwrap();
+                assert_eq!(json["lrf"]["plt_ms"], rounded(millis(lrf.plt)));
+                assert_eq!(json["lrf"]["frt_ms"], rounded(millis(lrf.frt.unwrap())));
+                assert_eq!(json["lrf"]["plt_sd_ms"], json!(0.0));
+                assert_eq!(json["lrf"]["runs"], json!(1));
+            }
+        }
+        for (row, plt) in runs.rows.iter().zip(&plt) {
+            let m = row.outcome.as_ref().unwrap();
+            assert_eq!(m.plt, Summary::of(plt).unwrap());
+        }
+    }
+
+    #[test]
+    fn json_keeps_the_single_run_keys() {
+        let (config, page) = setup("pb-high");
+        let runs = run(&config, &page, &SchedulerKind::ALL, 1, 2).unwrap();
+        let json = to_json(&runs);
+        let object = json.as_object().unwrap();
+        assert_eq!(object.len(), SchedulerKind::ALL.len() + 1);
+        for kind in SchedulerKind::ALL {
+            let entry = &object[kind.name()];
+            for key in ["frt_ms", "plt_ms", "frt_sd_ms", "plt_sd_ms", "runs"] {
+                assert!(entry.get(key).is_some(), "{}: no {key}", kind.name());
+            }
+        }
+        assert!(object["oracle"]["frt_ms"].is_number());
+        assert!(object["oracle"]["plt_ms"].is_number());
+    }
+
+    #[test]
+    fn failures_carry_their_seed_and_count() {
+        let mut sample = Samples::default();
+        sample.plt.push(1.0);
+        sample.frt.push(Some(1.0));
+        for seed in [4, 6] {
+            sample.failures.push((
+                seed,
+                SimError::SchedulerPanicked {
+                    name: "x".into(),
+                    message: "boom".into(),
+                },
+            ));
+        }
+        let failed = sample.finish().unwrap_err();
+        assert_eq!(failed.failed_runs, 2);
+        assert!(failed.first.starts_with("seed 4: "), "{}", failed.first);
+        assert!(failed.first.contains("boom"));
+    }
+}
