@@ -33,9 +33,13 @@ fn allocator(c: &mut Criterion) {
     for n in [2, 4, 8, 16, 32] {
         let input = paths(n);
         let mut out = [0_u64; MAX_PATHS];
-        group.bench_with_input(BenchmarkId::new("priority_bucket", n), &input, |b, input| {
-            b.iter(|| allocate(black_box(input), black_box(SIZE), &mut out).map(|a| a.finish))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("priority_bucket", n),
+            &input,
+            |b, input| {
+                b.iter(|| allocate(black_box(input), black_box(SIZE), &mut out).map(|a| a.finish))
+            },
+        );
     }
     let two = paths(2);
     group.bench_function("closed_form_2", |b| {

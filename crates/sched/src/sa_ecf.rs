@@ -181,9 +181,10 @@ impl SaEcf {
             return false;
         }
         wait.waiting = true;
-        let until = *wait
-            .until
-            .get_or_insert_with(|| now.checked_add(fast.srtt.saturating_add(delta)).unwrap_or(now));
+        let until = *wait.until.get_or_insert_with(|| {
+            now.checked_add(fast.srtt.saturating_add(delta))
+                .unwrap_or(now)
+        });
         if now >= until {
             wait.until = None;
             return false;
