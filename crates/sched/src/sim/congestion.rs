@@ -35,6 +35,8 @@ pub(super) struct Controller {
     k: f64,
     /// Cubic: the Reno-friendly estimate W_est in bytes.
     w_est: f64,
+    /// Cubic: the window just before the last reduction (RFC 9438's cwnd_prior) in bytes.
+    cwnd_prior: f64,
 }
 
 impl Controller {
@@ -50,6 +52,7 @@ impl Controller {
             w_max: 0.0,
             k: 0.0,
             w_est: 0.0,
+            cwnd_prior: 0.0,
         }
     }
 
@@ -123,8 +126,13 @@ impl Controller {
         // Section 4.2: the target is W_cubic one RTT ahead, clamped to [cwnd, 1.5 cwnd].
         let target = w_cubic(t + srtt.as_secs_f64()).clamp(cwnd, 1.5 * cwnd);
         // Section 4.3, Reno-friendly region: alpha_cubic = 3 (1 - beta) / (1 + beta) segments per
-        // window acknowledged.
-        let alpha = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
+        // window acknowledged, and "Once W_est has grown to reach the cwnd at the time of most
+        // recently setting ssthresh [...] the sender SHOULD set alpha_cubic to 1".
+        let alpha = if self.w_est >= self.cwnd_prior {
+            1.0
+        } else {
+            3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA)
+        };
         self.w_est += alpha * mtu * bytes as f64 / cwnd;
         let next = if w_cubic(t) < self.w_est {
             self.w_est
@@ -152,6 +160,7 @@ impl Controller {
         let reduced = match self.kind {
             Congestion::NewReno => cwnd * RENO_REDUCTION,
             Congestion::Cubic => {
+                self.cwnd_prior = cwnd;
                 // RFC 9438 section 4.7, fast convergence.
                 self.w_max = if cwnd < self.w_max {
                     cwnd * (1.0 + CUBIC_BETA) / 2.0
@@ -214,6 +223,35 @@ mod tests {
         let mut cc = Controller::new(Congestion::NewReno, MTU);
         cc.on_ack(Duration::from_millis(20), Duration::ZERO, 12_000, true, RTT);
         assert_eq!(cc.window(), 12_000);
+    }
+
+    #[test]
+    fn cubic_reno_friendly_growth_becomes_renos_once_past_the_prior_window() {
+        // A 1 ms round trip keeps Cubic in the Reno-friendly region (W_cubic is seconds from
+        // W_max). RFC 9438 section 4.3: alpha_cubic = 3 (1 - beta) / (1 + beta), about 0.53
+        // segment per window, until "W_est >= cwnd_prior", then "the sender SHOULD set
+        // alpha_cubic to 1".
+        let rtt = Duration::from_millis(1);
+        let mut cc = Controller::new(Congestion::Cubic, MTU);
+        let t = Duration::from_micros;
+        cc.on_ack(t(1000), t(0), 12_000, false, rtt); // 24 kB
+        cc.on_congestion_event(t(1001), t(1000));
+        assert_eq!(cc.window(), 16_800);
+        let mut now = t(2000);
+        let mut per_window = Vec::new();
+        for _ in 0..40 {
+            now += rtt;
+            let w = cc.window();
+            cc.on_ack(now, now - rtt, w, false, rtt);
+            per_window.push(cc.window() - w);
+        }
+        // First rounds: about 0.53 MTU per window; past 24 kB: one MTU per window.
+        assert!((600..=700).contains(&per_window[0]), "{per_window:?}");
+        assert!(cc.window() > 30_000, "{}", cc.window());
+        assert!(
+            per_window[30..].iter().all(|g| (1150..=1250).contains(g)),
+            "{per_window:?}"
+        );
     }
 
     #[test]

@@ -13,9 +13,13 @@
 //! - After every batch of events at one instant, the scheduler hears about every path whose
 //!   window or estimates changed (`on_path_updated`), then each path with a full packet of
 //!   window room is polled (`poll_send`) until it says `None` or the room is used, as the
-//!   contract says, and a path that sent is reported again with its new bytes in flight. Grants are packed into packets of at most the MTU (frames of several
-//!   streams share a packet, as in QUIC); a new packet is started only when a whole MTU fits
-//!   in the window, as quinn does. Re-sent frames go first, on the path that lost them.
+//!   contract says, and a path that sent is reported again with its new bytes in flight. The
+//!   paths are polled in turn, and all of them again while any of them sent, so a path refused
+//!   because another had room is asked again once that room is used, and the outcome does not
+//!   depend on the order the paths are listed in (beyond a scheduler's own tie-breaks).
+//! - Grants are packed into packets of at most the MTU (frames of several streams share a
+//!   packet, as in QUIC); a new packet is started only when a whole MTU fits in the window, as
+//!   quinn does. Re-sent frames go first, on the path that lost them.
 //! - Each delivered packet is acknowledged at once and the ack takes the path's one-way delay
 //!   back; acks are never lost. `PathSender` (path.rs) does loss detection, probes, the window
 //!   and the estimators.
@@ -255,7 +259,10 @@ impl<'a> Simulation<'a> {
         let object = f.object;
         let state = &mut self.objects[object];
         state.received += f.len;
-        if state.received >= self.page.objects[object].size && state.completed.is_none() {
+        // Frames partition the granted bytes and each counts once, so an object completes when
+        // exactly its bytes have arrived.
+        debug_assert!(state.received <= self.page.objects[object].size);
+        if state.received == self.page.objects[object].size {
             state.completed = Some(self.now);
             self.incomplete -= 1;
             for &child in &self.children[object] {
@@ -279,7 +286,8 @@ impl<'a> Simulation<'a> {
             let object = f.object;
             let state = &mut self.objects[object];
             state.acked += f.len;
-            if state.acked >= self.page.objects[object].size && state.open {
+            debug_assert!(state.acked <= self.page.objects[object].size);
+            if state.acked == self.page.objects[object].size && state.open {
                 state.open = false;
                 self.scheduler
                     .on_stream_closed(self.at(), stream_id(object));
@@ -307,14 +315,22 @@ impl<'a> Simulation<'a> {
                 self.scheduler.on_path_updated(at, &path.snapshot())?;
             }
         }
-        for index in 0..self.paths.len() {
-            // The scheduler sees the bytes just sent in flight before the next path is polled
-            // (schedulers compare paths' room, e.g. LRF's slow path waits while a faster one
-            // has room).
-            if self.send_round(index)? {
-                let path = &mut self.paths[index];
-                path.dirty = false;
-                self.scheduler.on_path_updated(at, &path.snapshot())?;
+        // Poll every path, and poll them all again while any of them sent: the scheduler sees
+        // the bytes just sent in flight before the next path is polled, and a path that was
+        // refused because another one had room (LRF's slow path waits while a faster one has
+        // room) is asked again once that room is used, so the result does not depend on the
+        // order the paths are listed in. Ends: a pass that sends uses window room, and no
+        // window grows within an instant.
+        let mut sent_any = true;
+        while sent_any {
+            sent_any = false;
+            for index in 0..self.paths.len() {
+                if self.send_round(index)? {
+                    sent_any = true;
+                    let path = &mut self.paths[index];
+                    path.dirty = false;
+                    self.scheduler.on_path_updated(at, &path.snapshot())?;
+                }
             }
         }
         for (index, path) in self.paths.iter_mut().enumerate() {

@@ -29,6 +29,19 @@
 //! queueing, losses and re-sends, acknowledgement clocking, and a scheduler's waiting only
 //! delay bytes or add more of them. The FRT and PLT bounds are each valid on their own, even
 //! though no single schedule may reach both; neither is claimed to be tight.
+//!
+//! # What it leaves out
+//!
+//! The bound holds for any congestion controller, so it ignores slow start, which dominates
+//! short page loads: a fresh path starts with ten packets of window and at most doubles it per
+//! round trip, so the 40 Mbit/s, 50 ms path of `pb-high` can deliver a few tens of kB in the
+//! first round trips where the fluid pipe counts hundreds. A bound that also capped each
+//! path's deliveries by that growth (initial window, window grown by at most the bytes
+//! acknowledged, acks a round trip behind, plus the two probe packets a timeout allows) would
+//! still hold in this simulator and be far tighter (a rough calculation for `pb-high` /
+//! `youtube-2013` gives about 118 ms FRT and 186 ms PLT instead of 70 and 96), at the price of
+//! depending on the controller's start. Read the oracle's row as "no transport could do better",
+//! not as "a scheduler could reach this".
 
 use std::time::Duration;
 
