@@ -4,6 +4,7 @@
 //! Each baseline is a thin policy over the shared parts, so they cannot drift apart on the
 //! bookkeeping the [`Scheduler`](crate::Scheduler) contract asks of all of them.
 
+use crate::round_robin::PACKET_PAYLOAD;
 use crate::{
     Grant, PathId, PathSnapshot, PathTable, SchedError, StreamId, StreamMeta, StreamTable,
 };
@@ -93,7 +94,9 @@ impl RoundRobinCursor {
 /// mp-quic's path rule (De Coninck and Bonaventure, CoNEXT 2017): data goes to the usable path
 /// with the lowest smoothed RTT among those with congestion-window room. The asked path counts
 /// as having `room`; the others use their snapshots. Paths tied on the lowest SRTT all qualify,
-/// so equal paths are both used.
+/// so equal paths are both used. A faster path counts as having room only with at least one
+/// packet's payload of window: quinn, which carries each path, sends nothing into less, so a
+/// few hundred bytes of window must not hold data back from the other paths.
 pub(crate) fn is_lowest_rtt_with_room(paths: &PathTable, asked: PathId, room: u64) -> bool {
     if room == 0 {
         return false;
@@ -103,7 +106,7 @@ pub(crate) fn is_lowest_rtt_with_room(paths: &PathTable, asked: PathId, room: u6
     };
     !paths
         .usable()
-        .any(|p| p.id != asked && p.room() > 0 && p.srtt < me.srtt)
+        .any(|p| p.id != asked && p.room() >= PACKET_PAYLOAD && p.srtt < me.srtt)
 }
 
 #[cfg(test)]
