@@ -48,7 +48,7 @@ pub fn render(runs: &Runs) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<16} {:>CELL$} {:>RED$} {:>CELL$} {:>RED$}",
+        "{:<21} {:>CELL$} {:>RED$} {:>CELL$} {:>RED$}",
         "scheduler", "FRT ms mean ± sd", "vs lrf", "PLT ms mean ± sd", "vs lrf"
     );
     for row in &runs.rows {
@@ -58,7 +58,7 @@ pub fn render(runs: &Runs) -> String {
                 let frt = m.frt.map(|s| s.mean);
                 writeln!(
                     out,
-                    "{name:<16} {:>CELL$} {:>RED$} {:>CELL$} {:>RED$}",
+                    "{name:<21} {:>CELL$} {:>RED$} {:>CELL$} {:>RED$}",
                     summary_cell(m.frt),
                     reduction(frt, base_frt),
                     summary_cell(Some(m.plt)),
@@ -67,7 +67,7 @@ pub fn render(runs: &Runs) -> String {
             }
             Err(f) => writeln!(
                 out,
-                "{name:<16} failed in {} of {} runs; first: {}",
+                "{name:<21} failed in {} of {} runs; first: {}",
                 f.failed_runs, runs.runs, f.first
             ),
         };
@@ -76,7 +76,7 @@ pub fn render(runs: &Runs) -> String {
     let plt = runs.oracle.plt.as_secs_f64() * 1e3;
     let _ = writeln!(
         out,
-        "{:<16} {:>CELL$} {:>RED$} {:>CELL$} {:>RED$}",
+        "{:<21} {:>CELL$} {:>RED$} {:>CELL$} {:>RED$}",
         "oracle",
         exact_cell(frt),
         reduction(frt, base_frt),
@@ -141,11 +141,11 @@ mod tests {
         };
         let table = render(&runs);
         let expected = "\
-scheduler        FRT ms mean ± sd   vs lrf PLT ms mean ± sd   vs lrf
-priority-bucket     100.0 ±   2.2   +50.0%    150.0 ±   2.2   +25.0%
-lrf                 200.0 ±   0.0    +0.0%    200.0 ±   0.0    +0.0%
-sec              failed in 3 of 10 runs; first: seed 2: scheduler sec panicked: todo
-oracle               50.0           +75.0%    100.0           +50.0%
+scheduler             FRT ms mean ± sd   vs lrf PLT ms mean ± sd   vs lrf
+priority-bucket          100.0 ±   2.2   +50.0%    150.0 ±   2.2   +25.0%
+lrf                      200.0 ±   0.0    +0.0%    200.0 ±   0.0    +0.0%
+sec                   failed in 3 of 10 runs; first: seed 2: scheduler sec panicked: todo
+oracle                    50.0           +75.0%    100.0           +50.0%
 ";
         assert_eq!(table, expected);
     }
@@ -176,11 +176,11 @@ oracle               50.0           +75.0%    100.0           +50.0%
         let lines: Vec<_> = table.lines().collect();
         assert_eq!(
             lines[1],
-            "round-robin                     -        -     10.0 ±   0.0        -"
+            "round-robin                          -        -     10.0 ±   0.0        -"
         );
         assert_eq!(
             lines[2],
-            "oracle                          -        -      5.0                -"
+            "oracle                               -        -      5.0                -"
         );
     }
 }

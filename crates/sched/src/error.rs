@@ -42,6 +42,6 @@ pub enum SchedError {
         out: usize,
     },
     /// A scheduler name that is not one of [`crate::SchedulerKind::ALL`].
-    #[error("unknown scheduler {0:?}; known: priority-bucket, lrf, sa-ecf, wrr, sec, round-robin")]
+    #[error("unknown scheduler {0:?}; known: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin")]
     UnknownScheduler(String),
 }

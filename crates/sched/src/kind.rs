@@ -4,15 +4,19 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::{
-    Lrf, PriorityBucket, RoundRobin, SaEcf, SchedError, Scheduler, StreamEarliestCompletion,
-    WeightedRoundRobin,
+    Lrf, PriorityBucket, PriorityBucketConfig, RoundRobin, SaEcf, SchedError, Scheduler,
+    StreamEarliestCompletion, WeightedRoundRobin,
 };
 
 /// The schedulers this crate ships, each selectable by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchedulerKind {
-    /// `priority-bucket`: [`PriorityBucket`].
+    /// `priority-bucket`: [`PriorityBucket`] with this crate's defaults.
     PriorityBucket,
+    /// `priority-bucket-paper`: [`PriorityBucket`] as the paper publishes it, for ablation:
+    /// b_i is the bandwidth estimate alone and allocations are not revised when estimates drift
+    /// ([`PriorityBucketConfig::paper`]).
+    PriorityBucketPaper,
     /// `lrf`: [`Lrf`], lowest RTT first (the mp-quic default).
     Lrf,
     /// `sa-ecf`: [`SaEcf`], stream-aware earliest completion first.
@@ -27,8 +31,9 @@ pub enum SchedulerKind {
 
 impl SchedulerKind {
     /// Every scheduler, PriorityBucket first and the reference baselines last.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::PriorityBucket,
+        Self::PriorityBucketPaper,
         Self::Lrf,
         Self::SaEcf,
         Self::Wrr,
@@ -40,6 +45,7 @@ impl SchedulerKind {
     pub fn name(self) -> &'static str {
         match self {
             Self::PriorityBucket => "priority-bucket",
+            Self::PriorityBucketPaper => "priority-bucket-paper",
             Self::Lrf => "lrf",
             Self::SaEcf => "sa-ecf",
             Self::Wrr => "wrr",
@@ -52,6 +58,9 @@ impl SchedulerKind {
     pub fn build(self) -> Box<dyn Scheduler> {
         match self {
             Self::PriorityBucket => Box::<PriorityBucket>::default(),
+            Self::PriorityBucketPaper => {
+                Box::new(PriorityBucket::new(PriorityBucketConfig::paper()))
+            }
             Self::Lrf => Box::<Lrf>::default(),
             Self::SaEcf => Box::<SaEcf>::default(),
             Self::Wrr => Box::<WeightedRoundRobin>::default(),

@@ -49,6 +49,23 @@ impl PriorityBucketConfig {
 }
 
 impl PriorityBucketConfig {
+    /// PriorityBucket as the paper publishes it: b_i is the bandwidth estimate alone, and a
+    /// stream's allocation is computed once ("each stream only needs to be calculated once")
+    /// and never revised for drifting estimates. Path events still re-allocate, since the
+    /// paper's paths never change. Selected by name as `priority-bucket-paper`.
+    pub fn paper() -> Self {
+        Self {
+            drift_threshold: f64::INFINITY,
+            window_limited_rate: false,
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is [`paper`](Self::paper)'s configuration.
+    fn is_paper(&self) -> bool {
+        !self.window_limited_rate && !self.drift_threshold.is_finite()
+    }
+
     /// Whether b_i is the bandwidth estimate capped by cwnd / SRTT (`true`) or the bandwidth
     /// estimate alone, as in the paper (`false`).
     ///
@@ -272,7 +289,11 @@ fn key_of(state: &StreamState) -> BucketKey {
 
 impl Scheduler for PriorityBucket {
     fn name(&self) -> &str {
-        "priority-bucket"
+        if self.config.is_paper() {
+            "priority-bucket-paper"
+        } else {
+            "priority-bucket"
+        }
     }
 
     fn on_path_added(&mut self, _now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {

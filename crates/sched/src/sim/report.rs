@@ -105,24 +105,24 @@ impl Comparison {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<16} {:>9} {:>9} {:>9} {:>9}",
+            "{:<21} {:>9} {:>9} {:>9} {:>9}",
             "scheduler", "FRT ms", "vs lrf", "PLT ms", "vs lrf"
         );
         for row in &self.rows {
             let _ = match &row.result {
                 Ok(r) => writeln!(
                     out,
-                    "{:<16} {} {}",
+                    "{:<21} {} {}",
                     row.kind.name(),
                     cell(r.frt, frt),
                     cell(Some(r.plt), plt)
                 ),
-                Err(e) => writeln!(out, "{:<16} failed: {e}", row.kind.name()),
+                Err(e) => writeln!(out, "{:<21} failed: {e}", row.kind.name()),
             };
         }
         let _ = writeln!(
             out,
-            "{:<16} {} {}",
+            "{:<21} {} {}",
             "oracle",
             cell(self.oracle.frt, frt),
             cell(Some(self.oracle.plt), plt)

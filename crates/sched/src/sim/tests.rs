@@ -562,6 +562,9 @@ fn the_order_paths_are_listed_in_does_not_change_a_lossless_run() {
     // room) must be asked again once that room is used, within the same instant; otherwise the
     // slow path is only used when it happens to be polled after the fast one. Round robin is
     // left out: it gives each path whatever it asks for, so who asks first is its tie-break.
+    // So is the paper's PriorityBucket: acks due at the same instant are handled in path
+    // order, and its one-shot allocation keeps the estimates a stream met on arrival (the runs
+    // differ by about a microsecond on sec-high), where the default re-allocates on drift.
     for name in ["pb-high", "sec-high", "lte"] {
         let spec = Scenario::by_name(name).unwrap();
         let listed = SimConfig::from_scenario(spec);
@@ -570,7 +573,10 @@ fn the_order_paths_are_listed_in_does_not_change_a_lossless_run() {
             reversed.add_path(path.into());
         }
         for kind in SchedulerKind::ALL {
-            if kind == SchedulerKind::RoundRobin {
+            if matches!(
+                kind,
+                SchedulerKind::RoundRobin | SchedulerKind::PriorityBucketPaper
+            ) {
                 continue;
             }
             let (Ok(a), Ok(b)) = (
