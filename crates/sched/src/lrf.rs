@@ -27,11 +27,6 @@ impl LrfConfig {
         self.quantum = bytes.max(1);
         self
     }
-
-    /// The configured quantum.
-    pub fn get_quantum(&self) -> u64 {
-        self.quantum
-    }
 }
 
 impl Default for LrfConfig {

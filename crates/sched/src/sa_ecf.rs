@@ -27,7 +27,7 @@
 //! [`WeightedRoundRobin`]: crate::WeightedRoundRobin
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::baseline::{is_lowest_rtt_with_room, Tables};
 use crate::round_robin::PACKET_PAYLOAD;
@@ -132,12 +132,12 @@ impl SaEcf {
             .tables
             .streams
             .iter()
-            .filter(|s| bytes_left(s) > 0)
+            .filter(|s| s.left() > 0)
             .collect();
         let fluid: Vec<FluidStream> = streams
             .iter()
             .map(|s| FluidStream {
-                size: bytes_left(s),
+                size: s.left(),
                 weight: s.meta.urgency.weight(),
             })
             .collect();
@@ -166,7 +166,8 @@ impl SaEcf {
         if fast.cwnd == 0 || fast.bytes_in_flight == 0 {
             return false;
         }
-        let delta = variation(fast).max(variation(slow));
+        // ECF's var is RTTVAR, as `mptcp_ecf.c` uses `rttvar_us`.
+        let delta = fast.rttvar.max(slow.rttvar);
         let (rtt_f, rtt_s) = (fast.srtt.as_secs_f64(), slow.srtt.as_secs_f64());
         let (d, k) = (delta.as_secs_f64(), k as f64);
         let (cwnd_f, cwnd_s) = (fast.cwnd as f64, slow.cwnd.max(1) as f64);
@@ -191,17 +192,6 @@ impl SaEcf {
         }
         true
     }
-}
-
-/// What SA-ECF counts as a stream's size: its declared remainder, or its queued bytes.
-fn bytes_left(stream: &StreamState) -> u64 {
-    stream.remaining().unwrap_or(stream.queued)
-}
-
-/// ECF's `var`: the path's RTT variation (RFC 6298 RTTVAR, as `mptcp_ecf.c` uses
-/// `rttvar_us`).
-fn variation(path: &PathSnapshot) -> Duration {
-    path.rttvar
 }
 
 impl Scheduler for SaEcf {
@@ -284,6 +274,8 @@ impl Scheduler for SaEcf {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::Urgency;
 

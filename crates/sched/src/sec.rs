@@ -373,13 +373,13 @@ impl StreamEarliestCompletion {
             .tables
             .streams
             .iter()
-            .filter(|s| bytes_left(s) > 0)
+            .filter(|s| s.left() > 0)
             .collect();
         streams.sort_by_key(|s| s.seq);
         let fluid: Vec<FluidStream> = streams
             .iter()
             .map(|s| FluidStream {
-                size: bytes_left(s),
+                size: s.left(),
                 weight: self.config.weights[usize::from(s.meta.urgency.get())],
             })
             .collect();
@@ -413,11 +413,6 @@ impl StreamEarliestCompletion {
             });
         }
     }
-}
-
-/// What SEC plans for a stream: its declared remainder, or its queued bytes if unknown.
-fn bytes_left(stream: &StreamState) -> u64 {
-    stream.remaining().unwrap_or(stream.queued)
 }
 
 impl Scheduler for StreamEarliestCompletion {

@@ -30,6 +30,12 @@ impl StreamState {
             .size
             .map(|size| size.saturating_sub(self.granted).max(self.queued))
     }
+
+    /// Bytes the stream still has to send as far as is known now: [`remaining`](Self::remaining)
+    /// when the size is known, else what is queued.
+    pub fn left(&self) -> u64 {
+        self.remaining().unwrap_or(self.queued)
+    }
 }
 
 /// The streams a scheduler knows, keyed by id.

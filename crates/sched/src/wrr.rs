@@ -30,11 +30,6 @@ impl WrrConfig {
         self.quantum = bytes.max(1);
         self
     }
-
-    /// The configured quantum.
-    pub fn get_quantum(&self) -> u64 {
-        self.quantum
-    }
 }
 
 impl Default for WrrConfig {

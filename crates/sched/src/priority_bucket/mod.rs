@@ -161,7 +161,7 @@ impl PriorityBucket {
             return;
         };
         let key = key_of(state);
-        let mut need = pending(state).saturating_sub(self.limited(key));
+        let mut need = state.left().saturating_sub(self.limited(key));
         if state.remaining().is_none() {
             need = need.min(self.config.unknown_size_window);
         }
@@ -274,11 +274,6 @@ impl PriorityBucket {
     }
 }
 
-/// Bytes a stream still has to send: its known remaining size, or what is queued.
-fn pending(state: &StreamState) -> u64 {
-    state.remaining().unwrap_or(state.queued)
-}
-
 fn key_of(state: &StreamState) -> BucketKey {
     BucketKey {
         urgency: state.meta.urgency,
@@ -349,7 +344,7 @@ impl Scheduler for PriorityBucket {
 
     fn on_stream_finished(&mut self, _now: Instant, stream: StreamId) -> Result<(), SchedError> {
         let state = self.streams.finish(stream)?;
-        let (key, pending) = (key_of(state), pending(state));
+        let (key, pending) = (key_of(state), state.left());
         // The size is now exact: limits sized for a larger declared size would count as
         // phantom h_i + e_i for later streams, so allocate the exact rest afresh.
         if self.limited(key) > pending {
@@ -376,8 +371,15 @@ impl Scheduler for PriorityBucket {
             buckets.take(key, bytes);
         }
         self.streams.take(key.stream, bytes);
-        // A stream of unknown size may have used up its window: allocate the next one.
-        self.ensure_allocated(key.stream);
+        // A stream of unknown size may have used up its window: allocate the next one. (A
+        // known size was allocated whole, so its limits still cover what is left.)
+        if self
+            .streams
+            .get(key.stream)
+            .is_some_and(|s| s.remaining().is_none())
+        {
+            self.ensure_allocated(key.stream);
+        }
         Some(Grant {
             stream: key.stream,
             bytes,

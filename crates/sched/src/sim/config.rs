@@ -97,13 +97,13 @@ impl PathConfig {
             "the rate must be positive".to_owned()
         } else if !(0.0..=1.0).contains(&self.drop_rate) {
             format!("drop rate {} is not within 0..=1", self.drop_rate)
+        } else if self.delay > Duration::from_secs(60) {
+            "a one-way delay above 60 s is not a path".to_owned()
         } else if self.queue_bytes() < mtu {
             format!(
                 "a queue of {} bytes cannot hold one {mtu}-byte packet",
                 self.queue_bytes()
             )
-        } else if self.delay > Duration::from_secs(60) {
-            "a one-way delay above 60 s is not a path".to_owned()
         } else {
             return Ok(());
         };

@@ -64,7 +64,7 @@ pub enum SimError {
         /// Which rule the grant broke.
         reason: &'static str,
     },
-    /// The scheduler panicked (e.g. a stub that is not implemented yet).
+    /// The scheduler panicked (a bug in it, or a research scheduler plugged in unfinished).
     #[error("scheduler {name} panicked: {message}")]
     SchedulerPanicked {
         /// The scheduler's name.

@@ -31,7 +31,7 @@ pub const BASELINE: SchedulerKind = SchedulerKind::Lrf;
 
 /// Runs each of `kinds` over `page` with `config`.
 ///
-/// A scheduler that panics (a stub, or a bug) becomes a failed row with
+/// A scheduler that panics (a bug in it) becomes a failed row with
 /// [`SimError::SchedulerPanicked`], so one broken scheduler does not hide the others' results.
 /// The panic hook still runs; callers that want quiet output install their own.
 ///

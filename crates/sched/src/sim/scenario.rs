@@ -62,7 +62,11 @@ pub const MIN_QUEUE_BYTES: u64 = 64 * 1024;
 
 /// The bandwidth-delay product of a path over its round trip (twice `one_way_delay`), in bytes.
 pub fn bdp_bytes(rate_bps: u64, one_way_delay: Duration) -> u64 {
-    let bits = u128::from(rate_bps) * one_way_delay.as_nanos() * 2 / 1_000_000_000;
+    // Saturating: u64::MAX bit/s over ~10^10 s of delay overflows even u128.
+    let bits = u128::from(rate_bps)
+        .saturating_mul(one_way_delay.as_nanos())
+        .saturating_mul(2)
+        / 1_000_000_000;
     u64::try_from(bits / 8).unwrap_or(u64::MAX)
 }
 

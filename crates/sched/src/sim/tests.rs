@@ -39,15 +39,14 @@ fn youtube() -> Page {
     Page::builtin("youtube-2013").unwrap()
 }
 
-/// Every scheduler that runs (a stub that panics is skipped), with its result.
+/// Every scheduler's result; any failure, a panic included, fails the test.
 fn working(config: &SimConfig, page: &Page) -> Vec<(SchedulerKind, PageResult)> {
     compare(config, page, &SchedulerKind::ALL)
         .unwrap()
         .rows
         .into_iter()
-        .filter_map(|row| match row.result {
-            Ok(result) => Some((row.kind, result)),
-            Err(SimError::SchedulerPanicked { .. }) => None,
+        .map(|row| match row.result {
+            Ok(result) => (row.kind, result),
             Err(e) => panic!("{}: {e}", row.kind),
         })
         .collect()
@@ -368,6 +367,17 @@ fn invalid_inputs_are_errors() {
         ),
         Err(SimError::InvalidPage { .. })
     ));
+    // Absurd rates and delays are refused, not multiplied into an overflow.
+    let mut config = SimConfig::new();
+    config.add_path(PathConfig::new(
+        u64::MAX,
+        Duration::from_secs(10_000_000_000),
+    ));
+    assert!(matches!(
+        simulate(&config, SchedulerKind::RoundRobin.build(), &page),
+        Err(SimError::InvalidPath { index: 0, .. })
+    ));
+    assert_eq!(bdp_bytes(u64::MAX, Duration::MAX), u64::MAX);
 }
 
 /// A scheduler that misbehaves on purpose.
