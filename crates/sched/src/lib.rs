@@ -9,7 +9,9 @@
 //! The schedulers, each selectable by name through [`SchedulerKind`]:
 //! - [`PriorityBucket`] (`priority-bucket`): splits every stream over the paths so that all its
 //!   parts finish together ([`allocate`]) and sends each path's share from strict priority
-//!   buckets, so the objects a browser needs to paint first arrive first.
+//!   buckets, so the objects a browser needs to paint first arrive first;
+//!   `priority-bucket-paper` is the same scheduler configured as the paper publishes it
+//!   ([`PriorityBucketConfig::paper`]), for ablation.
 //! - Baselines: [`Lrf`] (`lrf`), [`SaEcf`] (`sa-ecf`), [`WeightedRoundRobin`] (`wrr`),
 //!   [`StreamEarliestCompletion`] (`sec`) and [`RoundRobin`] (`round-robin`).
 //!
