@@ -267,7 +267,7 @@ impl Scheduler for SaEcf {
         self.waits
             .values()
             .filter_map(|w| w.until)
-            .filter(|&until| self.latest.map_or(true, |latest| until > latest))
+            .filter(|&until| self.latest.is_none_or(|latest| until > latest))
             .min()
     }
 }
