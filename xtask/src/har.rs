@@ -6,7 +6,9 @@
 //! - Page: the first of `log.pages`; its entries are those whose `pageref` is its `id` (all
 //!   entries if the HAR lists no page). `data:` URLs are skipped: nothing crosses the network.
 //! - Size: the first positive of the entry's `_transferSize` (Chrome puts it on the entry or on
-//!   the response), `response.bodySize`, `response.content.size`. Missing and negative values
+//!   the response), `response.bodySize`, `response.content.size`, the `content-length` response
+//!   header, and WebPageTest's `_bytesIn` (a string there; it counts the headers too, so it comes
+//!   last). Missing and negative values
 //!   (HAR's -1, "unknown") fall through, and so does 0: a zero transfer with a non-empty body
 //!   means the capture served it from cache, and a fresh load would send the body (the decoded
 //!   size, an overestimate for compressed types). A response with no body at all still costs
@@ -33,6 +35,7 @@ use std::time::Duration;
 use mpquic_sched::sim::{Object, Page, Start};
 use mpquic_sched::Urgency;
 use serde::Deserialize;
+use serde_json::Value;
 
 /// Why a HAR file could not become a page.
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +107,9 @@ struct Entry {
     response: Response,
     #[serde(rename = "_transferSize", default)]
     transfer_size: Option<f64>,
+    /// WebPageTest's received bytes, a number written as a string.
+    #[serde(rename = "_bytesIn", default)]
+    bytes_in: Option<Value>,
     #[serde(rename = "_priority", default)]
     priority: Option<String>,
     #[serde(rename = "_resourceType", default)]
@@ -125,6 +131,14 @@ struct Response {
     content: Option<Content>,
     #[serde(rename = "_transferSize", default)]
     transfer_size: Option<f64>,
+    #[serde(default)]
+    headers: Vec<Header>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Header {
+    name: String,
+    value: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -189,10 +203,23 @@ impl Entry {
 
     fn size(&self) -> u64 {
         let content = self.response.content.as_ref().and_then(|c| c.size);
+        let content_length = self
+            .response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .and_then(|h| h.value.trim().parse::<f64>().ok());
+        let bytes_in = match &self.bytes_in {
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        };
         [
             self.transfer_size.or(self.response.transfer_size),
             self.response.body_size,
             content,
+            content_length,
+            bytes_in,
         ]
         .into_iter()
         .flatten()
@@ -387,6 +414,25 @@ mod tests {
         let b = parse_time_ms("2013-07-04T15:41:49.838Z").unwrap();
         assert!((b - a - 693.0).abs() < 1e-6);
         assert_eq!(parse_time_ms("yesterday"), None);
+    }
+
+    /// WebPageTest writes bodySize and content.size as 0 and keeps the size in the
+    /// `content-length` header and in `_bytesIn` (a string).
+    #[test]
+    fn webpagetest_sizes_come_from_headers_then_bytes_in() {
+        let text = r#"{"log": {"entries": [
+            {"startedDateTime": "2020-01-01T00:00:00.000Z", "request": {"url": "https://w/"},
+             "_bytesIn": "17283",
+             "response": {"status": 200, "bodySize": 0, "content": {"size": 0, "mimeType": "text/html"},
+                          "headers": [{"name": "Content-Length", "value": "16681"}]}},
+            {"startedDateTime": "2020-01-01T00:00:00.100Z", "request": {"url": "https://w/a.png"},
+             "_bytesIn": "2657",
+             "response": {"status": 200, "bodySize": 0, "content": {"size": 0, "mimeType": "image/png"},
+                          "headers": [{"name": "content-length", "value": "bogus"}]}}
+          ]}}"#;
+        let page = parse(text).unwrap();
+        let sizes: Vec<u64> = page.objects.iter().map(|o| o.size).collect();
+        assert_eq!(sizes, [16_681, 2_657]);
     }
 
     #[test]
