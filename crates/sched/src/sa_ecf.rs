@@ -141,10 +141,7 @@ impl SaEcf {
                 weight: s.meta.urgency.weight(),
             })
             .collect();
-        let Ok(unit) = Bandwidth::from_bytes_per_sec(1.0) else {
-            return BTreeMap::new();
-        };
-        let done = wrr_completion(&fluid, unit);
+        let done = wrr_completion(&fluid, Bandwidth::UNIT);
         streams
             .iter()
             .zip(done.seconds)

@@ -384,10 +384,7 @@ impl StreamEarliestCompletion {
             })
             .collect();
         // The order does not depend on the rate.
-        let Ok(unit) = Bandwidth::from_bytes_per_sec(1.0) else {
-            return;
-        };
-        let order = wrr_completion(&fluid, unit).order;
+        let order = wrr_completion(&fluid, Bandwidth::UNIT).order;
 
         let mut ahead = [0u64; MAX_PATHS];
         let mut split = Vec::with_capacity(self.plan_paths.len());

@@ -123,8 +123,9 @@ impl StreamMeta {
 pub struct Bandwidth(f64);
 
 impl Bandwidth {
-    /// A filler for fixed-size arrays; never reaches a scheduler decision.
-    pub(crate) const PLACEHOLDER: Self = Self(1.0);
+    /// One byte per second: the unit rate (fluid models that only need an order run at it, and
+    /// fixed-size arrays are filled with it).
+    pub const UNIT: Self = Self(1.0);
 
     /// A bandwidth from bytes per second; NaN, infinite, zero and negative rates are refused,
     /// since every scheduler divides by it.

@@ -171,7 +171,7 @@ impl PriorityBucket {
 
         let mut inputs = [AllocPath {
             one_way_delay: Duration::ZERO,
-            bandwidth: Bandwidth::PLACEHOLDER,
+            bandwidth: Bandwidth::UNIT,
             queued: 0,
         }; MAX_PATHS];
         let mut ids = [PathId(0); MAX_PATHS];
