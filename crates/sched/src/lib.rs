@@ -48,6 +48,7 @@
 //! The [`sim`] module runs any scheduler over emulated paths and a page in virtual time.
 
 mod baseline;
+mod drift;
 mod error;
 mod kind;
 mod lrf;

@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::baseline::Tables;
+use crate::drift::drifted;
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta,
     StreamState, Urgency, MAX_PATHS,
@@ -344,13 +345,10 @@ impl StreamEarliestCompletion {
         let Some(planned) = self.plan_paths.iter().find(|p| p.id == path.id) else {
             return false;
         };
-        let moved = |now: f64, then: f64| (now - then).abs() > self.config.drift * then;
-        moved(
-            path.bandwidth.bytes_per_sec(),
-            planned.bandwidth.bytes_per_sec(),
-        ) || moved(
-            self.delay_of(path).as_secs_f64(),
-            planned.delay.as_secs_f64(),
+        drifted(
+            (planned.delay, planned.bandwidth),
+            (self.delay_of(path), path.bandwidth),
+            self.config.drift,
         )
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 pub use allocator::{allocate, allocate_two, AllocPath, Allocation};
 use buckets::{BucketKey, PathBuckets};
 
+use crate::drift;
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, PathTable, SchedError, Scheduler, StreamId, StreamMeta,
     StreamState, StreamTable, MAX_PATHS,
@@ -25,8 +26,8 @@ pub struct PriorityBucketConfig {
 
 impl PriorityBucketConfig {
     /// Relative change of a path's bandwidth or one-way delay, since the last allocation, that
-    /// triggers a re-allocation of every stream's unsent rest. Values that are not finite and
-    /// positive disable drift-triggered re-allocation.
+    /// triggers a re-allocation of every stream's unsent rest. 0 (and NaN or negatives)
+    /// re-allocates on any change; infinity never does.
     ///
     /// # Default
     /// 0.25: estimates wobble by a few percent per ack, and re-allocating on every wobble would
@@ -254,23 +255,15 @@ impl PriorityBucket {
 
     /// Whether a path's estimates moved past the drift threshold since the last allocation.
     fn drifted(&self, path: &PathSnapshot) -> bool {
-        let threshold = self.config.drift_threshold;
-        if !(threshold.is_finite() && threshold > 0.0) {
-            return false;
-        }
-        let Some(&(_, delay, bandwidth)) =
-            self.allocated_with.iter().find(|(id, _, _)| *id == path.id)
+        let Some(&(_, delay, rate)) = self.allocated_with.iter().find(|(id, _, _)| *id == path.id)
         else {
             return true;
         };
-        let relative = |new: f64, old: f64| (new - old).abs() / old;
-        // A millisecond floor keeps near-zero loopback delays from counting as drift.
-        let floor = Duration::from_millis(1);
-        relative(self.rate(path).bytes_per_sec(), bandwidth.bytes_per_sec()) > threshold
-            || relative(
-                path.one_way_delay.max(floor).as_secs_f64(),
-                delay.max(floor).as_secs_f64(),
-            ) > threshold
+        drift::drifted(
+            (delay, rate),
+            (path.one_way_delay, self.rate(path)),
+            self.config.drift_threshold,
+        )
     }
 }
 
