@@ -127,9 +127,17 @@ pub struct PriorityBucket {
     config: PriorityBucketConfig,
     paths: PathTable,
     streams: StreamTable,
-    buckets: Vec<(PathId, PathBuckets)>,
-    /// The estimates the last full allocation used, per path, to detect drift.
-    allocated_with: Vec<(PathId, Duration, Bandwidth)>,
+    /// One per known path, in the order of `paths`.
+    lanes: Vec<Lane>,
+}
+
+/// What PriorityBucket keeps per path besides its snapshot.
+#[derive(Debug)]
+struct Lane {
+    path: PathId,
+    buckets: PathBuckets,
+    /// The one-way delay and rate the last full allocation used, to detect drift.
+    planned: (Duration, Bandwidth),
 }
 
 impl PriorityBucket {
@@ -149,11 +157,12 @@ impl PriorityBucket {
         }
     }
 
+    fn lane(&self, path: PathId) -> Option<&Lane> {
+        self.lanes.iter().find(|lane| lane.path == path)
+    }
+
     fn path_buckets(&self, path: PathId) -> Option<&PathBuckets> {
-        self.buckets
-            .iter()
-            .find(|(id, _)| *id == path)
-            .map(|(_, b)| b)
+        self.lane(path).map(|lane| &lane.buckets)
     }
 
     /// Allocates whatever part of a stream's pending bytes no path has a limit for yet.
@@ -195,42 +204,42 @@ impl PriorityBucket {
             return;
         }
         for (id, &bytes) in ids[..n].iter().zip(&shares[..n]) {
-            if let Some((_, buckets)) = self.buckets.iter_mut().find(|(p, _)| p == id) {
-                buckets.add(key, bytes);
+            if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == *id) {
+                lane.buckets.add(key, bytes);
             }
         }
     }
 
     /// A stream's sending limits summed over the paths.
     fn limited(&self, key: BucketKey) -> u64 {
-        self.buckets
+        self.lanes
             .iter()
-            .fold(0, |sum, (_, b)| sum.saturating_add(b.quota(key)))
+            .fold(0, |sum, lane| sum.saturating_add(lane.buckets.quota(key)))
     }
 
     /// Drops a stream's limits everywhere.
     fn clear_stream(&mut self, key: BucketKey) {
-        for (_, buckets) in &mut self.buckets {
-            buckets.remove(key);
+        for lane in &mut self.lanes {
+            lane.buckets.remove(key);
         }
     }
 
     /// Re-runs the allocation for the unsent rest of every stream, most urgent and earliest
     /// first, so each sees the streams ahead of it as h_i + e_i.
     fn reallocate_all(&mut self) {
-        for (_, buckets) in &mut self.buckets {
-            buckets.clear();
+        for lane in &mut self.lanes {
+            lane.buckets.clear();
         }
         let mut order: Vec<BucketKey> = self.streams.iter().map(key_of).collect();
         order.sort_unstable();
         for key in order {
             self.ensure_allocated(key.stream);
         }
-        self.allocated_with = self
-            .paths
-            .iter()
-            .map(|p| (p.id, p.one_way_delay, self.rate(p)))
-            .collect();
+        for index in 0..self.lanes.len() {
+            if let Some(path) = self.paths.get(self.lanes[index].path) {
+                self.lanes[index].planned = (path.one_way_delay, self.rate(path));
+            }
+        }
     }
 
     /// b_i: the rate the path can deliver now, its bandwidth estimate capped, when so
@@ -255,12 +264,11 @@ impl PriorityBucket {
 
     /// Whether a path's estimates moved past the drift threshold since the last allocation.
     fn drifted(&self, path: &PathSnapshot) -> bool {
-        let Some(&(_, delay, rate)) = self.allocated_with.iter().find(|(id, _, _)| *id == path.id)
-        else {
+        let Some(lane) = self.lane(path.id) else {
             return true;
         };
         drift::drifted(
-            (delay, rate),
+            lane.planned,
             (path.one_way_delay, self.rate(path)),
             self.config.drift_threshold,
         )
@@ -286,7 +294,11 @@ impl Scheduler for PriorityBucket {
 
     fn on_path_added(&mut self, _now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
         self.paths.add(*path)?;
-        self.buckets.push((path.id, PathBuckets::default()));
+        self.lanes.push(Lane {
+            path: path.id,
+            buckets: PathBuckets::default(),
+            planned: (path.one_way_delay, self.rate(path)),
+        });
         self.reallocate_all();
         Ok(())
     }
@@ -301,7 +313,7 @@ impl Scheduler for PriorityBucket {
 
     fn on_path_removed(&mut self, _now: Instant, path: PathId) {
         if self.paths.remove(path).is_some() {
-            self.buckets.retain(|(id, _)| *id != path);
+            self.lanes.retain(|lane| lane.path != path);
             self.reallocate_all();
         }
     }
@@ -360,8 +372,8 @@ impl Scheduler for PriorityBucket {
         let (key, quota) = self.next_on(path)?;
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
         let bytes = room.min(quota).min(queued);
-        if let Some((_, buckets)) = self.buckets.iter_mut().find(|(id, _)| *id == path) {
-            buckets.take(key, bytes);
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path) {
+            lane.buckets.take(key, bytes);
         }
         self.streams.take(key.stream, bytes);
         // A stream of unknown size may have used up its window: allocate the next one. (A
