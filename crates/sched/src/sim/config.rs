@@ -134,6 +134,7 @@ pub struct SimConfig {
     seed: u64,
     mtu: u64,
     congestion: Congestion,
+    pacing: bool,
     min_rto: Duration,
     time_limit: Duration,
     step_limit: u64,
@@ -146,6 +147,7 @@ impl Default for SimConfig {
             seed: 1,
             mtu: 1200,
             congestion: Congestion::NewReno,
+            pacing: true,
             min_rto: Duration::from_millis(25),
             time_limit: Duration::from_secs(600),
             step_limit: 10_000_000,
@@ -206,6 +208,22 @@ impl SimConfig {
         self
     }
 
+    /// Turns pacing on or off on every path.
+    ///
+    /// Paced, a path spreads its window over a round trip as quinn 0.11 does: a token bucket
+    /// filled at 1.25 windows per smoothed RTT and holding window x 2 ms / srtt (at least 10,
+    /// at most 256 packets); a packet leaves only when the bucket holds an MTU, and a path held
+    /// back waits until the bucket is full again (`src/sim/pacing.rs` cites quinn's rules).
+    /// Unpaced, a path sends all its window admits at once, as one burst, which overflows
+    /// drop-tail queues in slow start more than the real transport does.
+    ///
+    /// # Default
+    /// On, as in quinn.
+    pub fn set_pacing(&mut self, pacing: bool) -> &mut Self {
+        self.pacing = pacing;
+        self
+    }
+
     /// Sets the floor of the retransmission timeout.
     ///
     /// # Default
@@ -254,6 +272,11 @@ impl SimConfig {
     /// The congestion controller.
     pub fn congestion(&self) -> Congestion {
         self.congestion
+    }
+
+    /// Whether paths are paced.
+    pub fn pacing(&self) -> bool {
+        self.pacing
     }
 
     /// The retransmission-timeout floor.

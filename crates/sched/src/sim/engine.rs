@@ -11,15 +11,21 @@
 //! - The server then opens a stream (client-initiated bidirectional ids 0, 4, 8, ... in page
 //!   order) with the object's urgency and size, queues every byte and finishes it.
 //! - After every batch of events at one instant, the scheduler hears about every path whose
-//!   window or estimates changed (`on_path_updated`), then each path with a full packet of
-//!   window room is polled (`poll_send`) until it says `None` or the room is used, as the
-//!   contract says, and a path that sent is reported again with its new bytes in flight. The
-//!   paths are polled in turn, and all of them again while any of them sent, so a path refused
-//!   because another had room is asked again once that room is used, and the outcome does not
-//!   depend on the order the paths are listed in (beyond a scheduler's own tie-breaks).
+//!   window or estimates changed (`on_path_updated`), then each path that can send a full
+//!   packet now (window room, and pacing tokens when the run paces) is polled (`poll_send`)
+//!   until it says `None` or the room is used, as the contract says, and a path that sent is
+//!   reported again with its new bytes in flight. The paths are polled in turn, and all of
+//!   them again while any of them sent, so a path refused because another had room is asked
+//!   again once that room is used, and the outcome does not depend on the order the paths are
+//!   listed in (beyond a scheduler's own tie-breaks).
 //! - Grants are packed into packets of at most the MTU (frames of several streams share a
 //!   packet, as in QUIC); a new packet is started only when a whole MTU fits in the window, as
 //!   quinn does. Re-sent frames go first, on the path that lost them.
+//! - Pacing (on by default, [`SimConfig::set_pacing`]) is quinn 0.11's token bucket
+//!   (`pacing.rs`): the room offered is also bounded by the bucket, a new packet needs an MTU
+//!   of tokens, and a path whose window has room that the bucket holds back gets a wake-up
+//!   event at the instant the bucket is full again, when it is polled. The scheduler is never
+//!   asked for bytes the path could not send at once. Probes after a timeout are not paced.
 //! - Each delivered packet is acknowledged at once and the ack takes the path's one-way delay
 //!   back; acks are never lost. `PathSender` (path.rs) does loss detection, probes, the window
 //!   and the estimators.
@@ -222,6 +228,11 @@ impl<'a> Simulation<'a> {
                     self.requeue(path, &lost);
                 }
             }
+            Event::PacingWake { path } => {
+                if self.paths[path].pacing_timer == Some(self.now) {
+                    self.paths[path].pacing_timer = None;
+                }
+            }
             Event::SchedulerWake => {
                 if self.wake == Some(self.now) {
                     self.wake = None;
@@ -349,6 +360,18 @@ impl<'a> Simulation<'a> {
                 }
             }
         }
+        // A path whose window has room that pacing holds back is polled again when its bucket
+        // is full. Ends: the bucket is then full, so the path wakes again only after sending.
+        let mtu = self.config.mtu();
+        for (index, path) in self.paths.iter_mut().enumerate() {
+            let wake = path.pacing_wake(self.now, mtu);
+            if wake.is_some() && wake != path.pacing_timer {
+                path.pacing_timer = wake;
+                if let Some(t) = wake {
+                    self.queue.push(t, Event::PacingWake { path: index });
+                }
+            }
+        }
         if let Some(t) = self.scheduler.poll_timeout() {
             let mut due = t.saturating_duration_since(self.epoch);
             if due <= self.now {
@@ -369,7 +392,7 @@ impl<'a> Simulation<'a> {
         let at = self.at();
         let mut builder = PacketBuilder::new(mtu);
         let path = &mut self.paths[index];
-        let mut room = path.room(mtu);
+        let mut room = path.room(self.now, mtu);
         path.probes = 0;
         // A new packet needs a whole MTU of window; an open one takes what fits.
         let can_send =

@@ -22,6 +22,8 @@ pub(super) enum Event {
     AckArrives { path: usize, packet: u64 },
     /// A path's loss-detection timer, valid only while `generation` is the path's current one.
     PathTimer { path: usize, generation: u64 },
+    /// A path's pacing bucket is full again, valid only while it is the path's pending one.
+    PacingWake { path: usize },
     /// The scheduler asked to be polled again (its `poll_timeout`).
     SchedulerWake,
 }

@@ -3,13 +3,13 @@
 //!
 //! It makes scheduler behaviour testable in milliseconds: n paths with a rate, a one-way delay,
 //! seeded random loss and a drop-tail queue; per-path NewReno (or Cubic) windows with ack
-//! clocking and RFC 9002 loss detection; the estimate crate's RTT, one-way delay and bandwidth
+//! clocking, quinn's pacing and RFC 9002 loss detection; the estimate crate's RTT, one-way delay and bandwidth
 //! estimators feeding the scheduler's path snapshots, starting from the configured values as
 //! priors ("prior knowledge on creating a path", \[PB\] section 4.1). It complements the real
 //! transport on emulated links; it never stands in for it in a reported result.
 //!
 //! - [`SimConfig`] and [`PathConfig`]: the knobs (`set_rate`, `set_delay`, `set_drop_rate`,
-//!   `set_queue`, seed, MTU, congestion controller, limits).
+//!   `set_queue`, seed, MTU, congestion controller, pacing, limits).
 //! - [`Scenario`]: the papers' path presets by name (`pb-high`, `sec-low-lossy`, `lte`, ...).
 //! - [`Page`], [`Object`], [`Start`]: what is loaded, with the builtin `bing-2013` and
 //!   `youtube-2013`.
@@ -21,10 +21,11 @@
 //! result, bit for bit. Each path draws its losses from its own ChaCha8 stream of the seed.
 //!
 //! The FRT/PLT tables of the builtin pages on the \[PB\] scenarios are snapshot-tested against
-//! `src/sim/snapshots/tables.txt`, so a change that moves them is seen in review. When a change
-//! is meant to move them, regenerate the file with
-//! `UPDATE_SNAPSHOTS=1 cargo test -p mpquic-sched --lib sim::tests::tables_match_the_snapshot`
-//! and commit it with the change.
+//! `src/sim/snapshots/tables.txt` (paced, the default) and `tables-unpaced.txt` (pacing off),
+//! so a change that moves them is seen in review. When a change is meant to move them,
+//! regenerate the files with
+//! `UPDATE_SNAPSHOTS=1 cargo test -p mpquic-sched --lib sim::tests::tables_match` (or only the
+//! paced one with `sim::tests::tables_match_the_snapshot`) and commit them with the change.
 //!
 //! # Example
 //! ```
@@ -51,6 +52,7 @@ mod error;
 mod events;
 mod link;
 mod oracle;
+mod pacing;
 mod packet;
 mod page;
 mod path;

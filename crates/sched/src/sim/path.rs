@@ -28,6 +28,7 @@ use mpquic_estimate::{
 
 use super::congestion::Controller;
 use super::link::Link;
+use super::pacing::Pacer;
 use super::{PathConfig, PathStats, SimConfig, SimError};
 use crate::{Bandwidth, PathId, PathSnapshot, PathStatus};
 
@@ -67,6 +68,8 @@ pub(super) struct PathSender {
     pub(super) link: Link,
     pub(super) delay: Duration,
     cc: Controller,
+    /// The token bucket, when the run paces.
+    pacer: Option<Pacer>,
     rtt: RttEstimator,
     owd: OneWayDelay,
     bandwidth: BandwidthEstimator,
@@ -95,6 +98,8 @@ pub(super) struct PathSender {
     /// The deadline of the armed timer and its generation (stale timer events are ignored).
     pub(super) timer: Option<Duration>,
     pub(super) timer_generation: u64,
+    /// The pending pacing wake-up (its event is ignored if this moved on).
+    pub(super) pacing_timer: Option<Duration>,
     pub(super) stats: PathStats,
 }
 
@@ -111,11 +116,16 @@ impl PathSender {
         })?;
         let prior_bandwidth = Bandwidth::from_bytes_per_sec(path.bytes_per_sec())?;
         let id = PathId(u32::try_from(index).unwrap_or(u32::MAX));
+        let cc = Controller::new(sim.congestion(), sim.mtu());
+        let pacer = sim
+            .pacing()
+            .then(|| Pacer::new(rtt.srtt(), cc.window(), sim.mtu()));
         Ok(Self {
             id,
             link: Link::new(path, sim.seed(), index as u64),
             delay: path.delay(),
-            cc: Controller::new(sim.congestion(), sim.mtu()),
+            cc,
+            pacer,
             rtt,
             owd: OneWayDelay::default(),
             bandwidth,
@@ -135,6 +145,7 @@ impl PathSender {
             dirty: false,
             timer: None,
             timer_generation: 0,
+            pacing_timer: None,
             stats: PathStats::default(),
         })
     }
@@ -156,12 +167,28 @@ impl PathSender {
         }
     }
 
-    /// Bytes the congestion window admits now, or the probes a timeout allows if more.
-    pub(super) fn room(&self, mtu: u64) -> u64 {
-        self.cc
-            .window()
-            .saturating_sub(self.in_flight)
-            .max(self.probes * mtu)
+    /// Bytes that may leave now: what the congestion window admits, less if pacing holds them
+    /// back; or the probes a timeout allows if more (probes are neither congestion controlled
+    /// nor paced, RFC 9002 section 7.5 and quinn).
+    pub(super) fn room(&mut self, now: Duration, mtu: u64) -> u64 {
+        let window = self.cc.window();
+        let mut room = window.saturating_sub(self.in_flight);
+        if room >= mtu {
+            if let Some(pacer) = &mut self.pacer {
+                room = room.min(pacer.budget(now, self.rtt.srtt(), window, mtu));
+            }
+        }
+        room.max(self.probes * mtu)
+    }
+
+    /// When pacing next lets a packet leave, if the window has room for one that pacing holds
+    /// back now: the instant the bucket is full again (quinn's pacing timer).
+    pub(super) fn pacing_wake(&mut self, now: Duration, mtu: u64) -> Option<Duration> {
+        let window = self.cc.window();
+        if window.saturating_sub(self.in_flight) < mtu {
+            return None;
+        }
+        self.pacer.as_mut()?.wake(now, self.rtt.srtt(), window, mtu)
     }
 
     /// Records a packet leaving at `now` and returns its number.
@@ -179,6 +206,9 @@ impl PathSender {
                 .on_packet_sent(epoch + now, bytes, self.in_flight, self.app_limited);
         self.in_flight += bytes;
         self.last_sent = now;
+        if let Some(pacer) = &mut self.pacer {
+            pacer.on_sent(bytes);
+        }
         self.sent.insert(
             number,
             SentPacket {

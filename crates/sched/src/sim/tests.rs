@@ -495,13 +495,12 @@ fn grants_beyond_the_contract_are_errors_and_panics_are_rows() {
     assert!(caught.is_err(), "simulate itself does not catch panics");
 }
 
-/// The FRT/PLT tables of the builtin pages on the \[PB\] scenarios, compared with the snapshot
-/// checked in at `src/sim/snapshots/tables.txt`. A change that moves any number fails here
-/// with both tables printed; if the change is intended, regenerate the file with
-/// `UPDATE_SNAPSHOTS=1 cargo test -p mpquic-sched --lib sim::tests::tables_match_the_snapshot`
-/// and review its diff like code.
-#[test]
-fn tables_match_the_snapshot() {
+/// The FRT/PLT tables of the builtin pages on the \[PB\] scenarios, with pacing on or off,
+/// compared with the snapshot checked in at `src/sim/snapshots/<file>`. A change that moves any
+/// number fails here with both tables printed; if the change is intended, regenerate the files
+/// with `UPDATE_SNAPSHOTS=1 cargo test -p mpquic-sched --lib sim::tests::tables_match` and
+/// review their diff like code.
+fn check_tables(file: &str, pacing: bool) {
     let mut rendered = String::new();
     for (scenario_name, page_name) in [
         ("pb-high", "youtube-2013"),
@@ -509,7 +508,8 @@ fn tables_match_the_snapshot() {
         ("pb-low", "youtube-2013"),
         ("pb-high", "bing-2013"),
     ] {
-        let config = scenario(scenario_name);
+        let mut config = scenario(scenario_name);
+        config.set_pacing(pacing);
         let page = Page::builtin(page_name).unwrap();
         let table = compare(&config, &page, &SchedulerKind::ALL).unwrap();
         rendered.push_str(&format!(
@@ -518,15 +518,9 @@ fn tables_match_the_snapshot() {
             table.render_table()
         ));
     }
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "src",
-        "sim",
-        "snapshots",
-        "tables.txt",
-    ]
-    .iter()
-    .collect();
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "src", "sim", "snapshots", file]
+        .iter()
+        .collect();
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &rendered).unwrap();
         return;
@@ -536,9 +530,78 @@ fn tables_match_the_snapshot() {
         expected == rendered,
         "the FRT/PLT tables moved.\n--- snapshot ({})\n{expected}\n--- now\n{rendered}\n\
          If this is intended, run UPDATE_SNAPSHOTS=1 cargo test -p mpquic-sched --lib \
-         sim::tests::tables_match_the_snapshot and commit the file.",
+         sim::tests::tables_match and commit the files.",
         path.display()
     );
+}
+
+/// The tables as the simulator gives them by default, paced.
+#[test]
+fn tables_match_the_snapshot() {
+    check_tables("tables.txt", true);
+}
+
+/// Pacing off is the simulator as it was before pacing: each path sends its whole window room
+/// at once. This snapshot is the paced one's predecessor, kept unchanged.
+#[test]
+fn tables_match_the_unpaced_snapshot() {
+    check_tables("tables-unpaced.txt", false);
+}
+
+/// One path of 1 Gbit/s with a 100 ms round trip and a queue that never fills, loading 70
+/// objects of one packet each (round robin grants 1200 bytes at a time, so object i is packet
+/// i): completion times are departure times plus a constant 50 ms and 9.6 us.
+fn one_packet_objects(pacing: bool) -> Vec<Duration> {
+    let mut config = SimConfig::new();
+    config
+        .add_path(*PathConfig::new(1_000_000_000, ms(50)).set_queue(10_000_000))
+        .set_pacing(pacing);
+    let mut page = Page::new("packets");
+    for i in 0..70 {
+        page.push(Object::new(format!("p{i}"), 1200));
+    }
+    let result = round_robin(&config, &page);
+    assert_eq!(result.paths[0].packets_sent, 70);
+    result.objects.iter().map(|o| o.completed).collect()
+}
+
+/// The most objects that complete within any 1 ms.
+fn largest_burst(times: &[Duration]) -> usize {
+    times
+        .iter()
+        .map(|&t| times.iter().filter(|&&u| u >= t && u < t + ms(1)).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn pacing_spreads_a_window_over_the_round_trip_instead_of_one_burst() {
+    // Slow start sends 10, 20, then 40 packets, one round trip apart.
+    let unpaced = one_packet_objects(false);
+    let paced = one_packet_objects(true);
+    let spread = |t: &[Duration], round: std::ops::Range<usize>| t[round.end - 1] - t[round.start];
+
+    // Unpaced, each round is one burst: the acks of the previous round arrive 9.6 us apart
+    // and each lets two packets out.
+    assert!(spread(&unpaced, 0..10) < ms(1), "{unpaced:?}");
+    assert!(spread(&unpaced, 10..30) < ms(1), "{unpaced:?}");
+    assert!(spread(&unpaced, 30..70) < ms(1), "{unpaced:?}");
+    assert_eq!(largest_burst(&unpaced), 40);
+
+    // Paced, the initial window is one burst too: quinn's bucket holds at least ten packets.
+    assert_eq!(paced[..10], unpaced[..10]);
+    // The second round's 20 packets leave as two bursts of that capacity (12 kB), the second
+    // once the bucket is full again: 12 kB at 1.25 windows (24 kB) per srtt (100 ms) is 40 ms.
+    assert!(spread(&paced, 10..20) < ms(1), "{paced:?}");
+    let gap = paced[20] - paced[10];
+    assert!(
+        (ms(39)..=ms(41)).contains(&gap),
+        "{gap:?} between bursts: {paced:?}"
+    );
+    // The third round's 40 packets spread over most of a round trip, never more than the
+    // capacity in a burst.
+    assert!(spread(&paced, 30..70) >= ms(50), "{paced:?}");
+    assert!(largest_burst(&paced) <= 10, "{paced:?}");
 }
 
 #[test]
