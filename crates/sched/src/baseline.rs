@@ -109,6 +109,67 @@ pub(crate) fn is_lowest_rtt_with_room(paths: &PathTable, asked: PathId, room: u6
         .any(|p| p.id != asked && p.room() >= PACKET_PAYLOAD && p.srtt < me.srtt)
 }
 
+/// The event handlers a baseline forwards unchanged to its [`Tables`] in `self.tables`; the
+/// baseline writes `name`, `on_stream_closed` (to forget its own per-stream state) and
+/// `poll_send` itself.
+macro_rules! forward_events_to_tables {
+    () => {
+        fn on_path_added(
+            &mut self,
+            _: std::time::Instant,
+            path: &$crate::PathSnapshot,
+        ) -> Result<(), $crate::SchedError> {
+            self.tables.add_path(path)
+        }
+
+        fn on_path_updated(
+            &mut self,
+            _: std::time::Instant,
+            path: &$crate::PathSnapshot,
+        ) -> Result<(), $crate::SchedError> {
+            self.tables.update_path(path)
+        }
+
+        fn on_path_removed(&mut self, _: std::time::Instant, path: $crate::PathId) {
+            self.tables.remove_path(path);
+        }
+
+        fn on_stream_opened(
+            &mut self,
+            _: std::time::Instant,
+            meta: &$crate::StreamMeta,
+        ) -> Result<(), $crate::SchedError> {
+            self.tables.open_stream(meta)
+        }
+
+        fn on_stream_updated(
+            &mut self,
+            _: std::time::Instant,
+            meta: &$crate::StreamMeta,
+        ) -> Result<(), $crate::SchedError> {
+            self.tables.update_stream(meta)
+        }
+
+        fn on_data_queued(
+            &mut self,
+            _: std::time::Instant,
+            stream: $crate::StreamId,
+            bytes: u64,
+        ) -> Result<(), $crate::SchedError> {
+            self.tables.queue(stream, bytes)
+        }
+
+        fn on_stream_finished(
+            &mut self,
+            _: std::time::Instant,
+            stream: $crate::StreamId,
+        ) -> Result<(), $crate::SchedError> {
+            self.tables.finish(stream)
+        }
+    };
+}
+pub(crate) use forward_events_to_tables;
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -6,9 +6,11 @@
 
 use std::time::Instant;
 
-use crate::baseline::{is_lowest_rtt_with_room, RoundRobinCursor, Tables};
+use crate::baseline::{
+    forward_events_to_tables, is_lowest_rtt_with_room, RoundRobinCursor, Tables,
+};
 use crate::round_robin::PACKET_PAYLOAD;
-use crate::{Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta};
+use crate::{Grant, PathId, Scheduler, StreamId};
 
 /// Configuration of [`Lrf`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,38 +65,7 @@ impl Scheduler for Lrf {
         "lrf"
     }
 
-    fn on_path_added(&mut self, _: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.tables.add_path(path)
-    }
-
-    fn on_path_updated(&mut self, _: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.tables.update_path(path)
-    }
-
-    fn on_path_removed(&mut self, _: Instant, path: PathId) {
-        self.tables.remove_path(path);
-    }
-
-    fn on_stream_opened(&mut self, _: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.tables.open_stream(meta)
-    }
-
-    fn on_stream_updated(&mut self, _: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.tables.update_stream(meta)
-    }
-
-    fn on_data_queued(
-        &mut self,
-        _: Instant,
-        stream: StreamId,
-        bytes: u64,
-    ) -> Result<(), SchedError> {
-        self.tables.queue(stream, bytes)
-    }
-
-    fn on_stream_finished(&mut self, _: Instant, stream: StreamId) -> Result<(), SchedError> {
-        self.tables.finish(stream)
-    }
+    forward_events_to_tables!();
 
     fn on_stream_closed(&mut self, _: Instant, stream: StreamId) {
         self.tables.close(stream);
@@ -115,7 +86,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::{Bandwidth, PathStatus};
+    use crate::{Bandwidth, PathSnapshot, PathStatus, StreamMeta};
 
     fn path(id: u32, rtt_ms: u64, cwnd: u64) -> PathSnapshot {
         let rate = Bandwidth::from_bytes_per_sec(1e6).unwrap();

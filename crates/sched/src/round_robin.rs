@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use crate::baseline::{RoundRobinCursor, Tables};
-use crate::{Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta};
+use crate::baseline::{forward_events_to_tables, RoundRobinCursor, Tables};
+use crate::{Grant, PathId, Scheduler, StreamId};
 
 /// The payload of one full-size QUIC packet, the default chunk of the round-robin baselines.
 pub(crate) const PACKET_PAYLOAD: u64 = 1200;
@@ -61,38 +61,7 @@ impl Scheduler for RoundRobin {
         "round-robin"
     }
 
-    fn on_path_added(&mut self, _: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.tables.add_path(path)
-    }
-
-    fn on_path_updated(&mut self, _: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.tables.update_path(path)
-    }
-
-    fn on_path_removed(&mut self, _: Instant, path: PathId) {
-        self.tables.remove_path(path);
-    }
-
-    fn on_stream_opened(&mut self, _: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.tables.open_stream(meta)
-    }
-
-    fn on_stream_updated(&mut self, _: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.tables.update_stream(meta)
-    }
-
-    fn on_data_queued(
-        &mut self,
-        _: Instant,
-        stream: StreamId,
-        bytes: u64,
-    ) -> Result<(), SchedError> {
-        self.tables.queue(stream, bytes)
-    }
-
-    fn on_stream_finished(&mut self, _: Instant, stream: StreamId) -> Result<(), SchedError> {
-        self.tables.finish(stream)
-    }
+    forward_events_to_tables!();
 
     fn on_stream_closed(&mut self, _: Instant, stream: StreamId) {
         self.tables.close(stream);
@@ -113,7 +82,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::Bandwidth;
+    use crate::{Bandwidth, PathSnapshot, StreamMeta};
 
     fn path(id: u32) -> PathSnapshot {
         let rate = Bandwidth::from_bytes_per_sec(1e6).unwrap();

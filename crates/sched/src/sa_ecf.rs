@@ -29,14 +29,11 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::baseline::{is_lowest_rtt_with_room, Tables};
+use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables};
 use crate::round_robin::PACKET_PAYLOAD;
 use crate::wrr::WeightedTurns;
 use crate::{wrr_completion, FluidStream};
-use crate::{
-    Bandwidth, Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta,
-    StreamState,
-};
+use crate::{Bandwidth, Grant, PathId, PathSnapshot, Scheduler, StreamId, StreamState};
 
 /// Configuration of [`SaEcf`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -196,38 +193,7 @@ impl Scheduler for SaEcf {
         "sa-ecf"
     }
 
-    fn on_path_added(&mut self, _: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.tables.add_path(path)
-    }
-
-    fn on_path_updated(&mut self, _: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.tables.update_path(path)
-    }
-
-    fn on_path_removed(&mut self, _: Instant, path: PathId) {
-        self.tables.remove_path(path);
-    }
-
-    fn on_stream_opened(&mut self, _: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.tables.open_stream(meta)
-    }
-
-    fn on_stream_updated(&mut self, _: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.tables.update_stream(meta)
-    }
-
-    fn on_data_queued(
-        &mut self,
-        _: Instant,
-        stream: StreamId,
-        bytes: u64,
-    ) -> Result<(), SchedError> {
-        self.tables.queue(stream, bytes)
-    }
-
-    fn on_stream_finished(&mut self, _: Instant, stream: StreamId) -> Result<(), SchedError> {
-        self.tables.finish(stream)
-    }
+    forward_events_to_tables!();
 
     fn on_stream_closed(&mut self, _: Instant, stream: StreamId) {
         self.tables.close(stream);
@@ -274,7 +240,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::Urgency;
+    use crate::{StreamMeta, Urgency};
 
     const CWND_F: u64 = 12_000;
 
