@@ -6,6 +6,24 @@ use crate::{PathId, PathSnapshot, PathStatus, SchedError};
 /// it never allocates per call.
 pub const MAX_PATHS: usize = 32;
 
+/// Checks the shape of a per-path split (`n` paths into `out`) and returns the part of `out` it
+/// fills, zeroed: at least one path, at most [`MAX_PATHS`], and room for every share.
+pub(crate) fn split_output(n: usize, out: &mut [u64]) -> Result<&mut [u64], SchedError> {
+    if n == 0 {
+        return Err(SchedError::NoPaths);
+    }
+    if n > MAX_PATHS {
+        return Err(SchedError::TooManyPaths { max: MAX_PATHS });
+    }
+    let available = out.len();
+    let out = out.get_mut(..n).ok_or(SchedError::AllocationOutput {
+        paths: n,
+        out: available,
+    })?;
+    out.fill(0);
+    Ok(out)
+}
+
 /// The paths a scheduler knows, with their latest snapshots.
 #[derive(Debug, Clone, Default)]
 pub struct PathTable {

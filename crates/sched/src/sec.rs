@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::baseline::Tables;
 use crate::drift::drifted;
+use crate::paths::split_output;
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta,
     StreamState, Urgency, MAX_PATHS,
@@ -104,20 +105,7 @@ pub struct SplitPath {
 /// [`MAX_PATHS`] paths; [`SchedError::AllocationOutput`] for an `out` shorter than `paths`.
 pub fn split_stream(size: u64, paths: &[SplitPath], out: &mut [u64]) -> Result<f64, SchedError> {
     let n = paths.len();
-    if n == 0 {
-        return Err(SchedError::NoPaths);
-    }
-    if n > MAX_PATHS {
-        return Err(SchedError::TooManyPaths { max: MAX_PATHS });
-    }
-    if out.len() < n {
-        return Err(SchedError::AllocationOutput {
-            paths: n,
-            out: out.len(),
-        });
-    }
-    let out = &mut out[..n];
-    out.fill(0);
+    let out = split_output(n, out)?;
 
     let mut start = [0.0_f64; MAX_PATHS];
     let mut rate = [0.0_f64; MAX_PATHS];

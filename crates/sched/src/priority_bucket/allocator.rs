@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use crate::paths::split_output;
 use crate::{Bandwidth, SchedError, MAX_PATHS};
 
 /// One path as the allocator sees it.
@@ -59,20 +60,7 @@ pub struct Allocation {
 /// [`SchedError::AllocationOutput`] when `out` is shorter than `paths`.
 pub fn allocate(paths: &[AllocPath], size: u64, out: &mut [u64]) -> Result<Allocation, SchedError> {
     let n = paths.len();
-    if n == 0 {
-        return Err(SchedError::NoPaths);
-    }
-    if n > MAX_PATHS {
-        return Err(SchedError::TooManyPaths { max: MAX_PATHS });
-    }
-    if out.len() < n {
-        return Err(SchedError::AllocationOutput {
-            paths: n,
-            out: out.len(),
-        });
-    }
-    let out = &mut out[..n];
-    out.fill(0);
+    let out = split_output(n, out)?;
     if size == 0 {
         return Ok(Allocation { finish: 0.0 });
     }
