@@ -1,0 +1,627 @@
+//! The link model as a per-path UDP relay on loopback, so every example runs without root.
+//!
+//! Path k listens on a client-facing socket (`127.0.0.1:port_k`) and talks to the server from a
+//! socket of its own. Datagrams from the client cross the path's uplink [`Link`] and go to the
+//! server; datagrams from the server cross the downlink [`Link`] and go to the last client address
+//! seen on that path. The links stay pure: this module is only the I/O shell that feeds them
+//! `Instant::now() - start` and delivers what they accept at the time they say.
+//!
+//! Threads, not an async runtime: each direction has a receiver (blocking socket with a short read
+//! timeout, so it notices shutdown) and a sender that sleeps on a [`Condvar`] until the earliest
+//! delivery. Condvar timeouts are futex waits with the kernel's ~50 us timer slack, which keeps
+//! delivery well under a millisecond late without spinning; a runtime's 1 ms timer wheel would not.
+//!
+//! The link is charged [`IP_UDP_OVERHEAD`] bytes on top of each datagram, so that a flow through
+//! the relay sees the same bytes per packet as one crossing the namespace testbed, whose links see
+//! whole IPv4 packets.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::NetnsError;
+use crate::events::EventAction;
+use crate::link::{DropReason, Link, LinkConfig, Verdict};
+
+/// Bytes of IPv4 (20) and UDP (8) headers charged to the link for every relayed datagram.
+pub const IP_UDP_OVERHEAD: usize = 28;
+
+/// How often a blocked receiver or an idle sender looks at the stop flag.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Largest UDP payload; the receive buffer must hold any datagram whole.
+const MAX_DATAGRAM: usize = 65_535;
+
+/// Headroom on top of the computed queue + in-flight bound, so rounding never drops a packet
+/// the link accepted.
+const CAP_SLACK_BYTES: u64 = 64 * 1024;
+
+/// How much a trace's peak rate is assumed to exceed its mean when sizing the hard cap.
+const TRACE_PEAK_FACTOR: f64 = 4.0;
+
+/// Hands out relay ids for thread names, so that [`Relay::cpu_time`] finds its own threads even
+/// when several relays run in one process.
+static NEXT_RELAY_ID: AtomicU64 = AtomicU64::new(0);
+
+/// One path of the relay: where the client reaches it, where the server is, and its two links.
+#[derive(Debug, Clone)]
+pub struct RelayPath {
+    /// Client-facing address, e.g. `127.0.0.1:port_k`; port 0 lets the system pick (see
+    /// [`Relay::local_addrs`]).
+    pub listen: SocketAddr,
+    /// The server that datagrams from the client are forwarded to.
+    pub server: SocketAddr,
+    /// The link from client to server.
+    pub uplink: LinkConfig,
+    /// The link from server to client.
+    pub downlink: LinkConfig,
+}
+
+/// Counters of one direction of one path, since the relay started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DirectionStats {
+    /// Datagrams read from the receiving socket.
+    pub received: u64,
+    /// Datagrams handed to the sending socket without error.
+    pub forwarded: u64,
+    /// UDP payload bytes of the forwarded datagrams.
+    pub forwarded_bytes: u64,
+    /// Dropped by the link's drop-tail queue.
+    pub dropped_queue: u64,
+    /// Dropped by the link's random loss.
+    pub dropped_loss: u64,
+    /// Dropped because the link was down.
+    pub dropped_down: u64,
+    /// Accepted by the link but dropped by the relay's hard memory cap (should stay 0; nonzero
+    /// means a trace or event pushed more in flight than the cap allows for).
+    pub dropped_overflow: u64,
+    /// Downlink only: dropped because no client had sent anything on this path yet.
+    pub dropped_no_client: u64,
+    /// Datagrams the sending socket refused (e.g. nobody listening at the server).
+    pub send_errors: u64,
+    /// Sum over forwarded datagrams of how late the sender handed them to the socket after the
+    /// link's delivery time, in nanoseconds: the relay's own timing error.
+    pub late_total_ns: u64,
+    /// The latest of them, in nanoseconds.
+    pub late_max_ns: u64,
+}
+
+impl DirectionStats {
+    /// Mean lateness of a forwarded datagram behind its delivery time.
+    pub fn mean_lateness(&self) -> Duration {
+        Duration::from_nanos(self.late_total_ns / self.forwarded.max(1))
+    }
+}
+
+/// Counters of one path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathStats {
+    /// Client to server.
+    pub uplink: DirectionStats,
+    /// Server to client.
+    pub downlink: DirectionStats,
+}
+
+/// A running relay; [`Relay::stop`] or dropping it stops and joins every thread.
+#[derive(Debug)]
+pub struct Relay {
+    id: u64,
+    local_addrs: Vec<SocketAddr>,
+    paths: Vec<PathShared>,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// What every thread of one relay shares.
+#[derive(Debug)]
+struct Shared {
+    stop: AtomicBool,
+    start: Instant,
+}
+
+/// The two directions of one path, kept by the [`Relay`] for stats and shutdown.
+#[derive(Debug)]
+struct PathShared {
+    uplink: Arc<Direction>,
+    downlink: Arc<Direction>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    received: AtomicU64,
+    forwarded: AtomicU64,
+    forwarded_bytes: AtomicU64,
+    dropped_queue: AtomicU64,
+    dropped_loss: AtomicU64,
+    dropped_down: AtomicU64,
+    dropped_overflow: AtomicU64,
+    dropped_no_client: AtomicU64,
+    send_errors: AtomicU64,
+    late_total_ns: AtomicU64,
+    late_max_ns: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> DirectionStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DirectionStats {
+            received: get(&self.received),
+            forwarded: get(&self.forwarded),
+            forwarded_bytes: get(&self.forwarded_bytes),
+            dropped_queue: get(&self.dropped_queue),
+            dropped_loss: get(&self.dropped_loss),
+            dropped_down: get(&self.dropped_down),
+            dropped_overflow: get(&self.dropped_overflow),
+            dropped_no_client: get(&self.dropped_no_client),
+            send_errors: get(&self.send_errors),
+            late_total_ns: get(&self.late_total_ns),
+            late_max_ns: get(&self.late_max_ns),
+        }
+    }
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A datagram the link accepted, waiting for its delivery time.
+#[derive(Debug)]
+struct Pending {
+    at: Duration,
+    seq: u64,
+    data: Vec<u8>,
+}
+
+impl Pending {
+    fn cost(&self) -> u64 {
+        (self.data.len() + IP_UDP_OVERHEAD) as u64
+    }
+}
+
+// Reversed on (at, seq) so that `BinaryHeap` (a max-heap) pops the earliest delivery first and
+// keeps the link's order among equal times.
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Pending {}
+
+/// The link of one direction and the datagrams it has accepted but not yet delivered.
+struct Queue {
+    link: Link,
+    heap: BinaryHeap<Pending>,
+    bytes: u64,
+    cap: u64,
+    seq: u64,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("pending", &self.heap.len())
+            .field("bytes", &self.bytes)
+            .field("cap", &self.cap)
+            .finish()
+    }
+}
+
+/// One direction of one path: its queue, the sender's wake-up, its counters.
+#[derive(Debug)]
+struct Direction {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    counters: Counters,
+}
+
+impl Direction {
+    fn new(link: Link) -> Self {
+        let cap = hard_cap(link.config());
+        Direction {
+            queue: Mutex::new(Queue {
+                link,
+                heap: BinaryHeap::new(),
+                bytes: 0,
+                cap,
+                seq: 0,
+            }),
+            wake: Condvar::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Poisoning only means another relay thread panicked mid-update; the queue is still
+    /// consistent enough to keep forwarding (or to shut down).
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A datagram arrived at the link at `now`: offer it, and queue it for delivery if accepted.
+    fn admit(&self, data: &[u8], now: Duration) {
+        bump(&self.counters.received);
+        let mut q = self.lock();
+        match q.link.offer(now, data.len() + IP_UDP_OVERHEAD) {
+            Verdict::Deliver(at) => {
+                let pending = Pending {
+                    at,
+                    seq: q.seq,
+                    data: data.to_vec(),
+                };
+                if q.bytes + pending.cost() > q.cap {
+                    bump(&self.counters.dropped_overflow);
+                    return;
+                }
+                q.seq += 1;
+                q.bytes += pending.cost();
+                let earliest = q.heap.peek().is_none_or(|top| pending > *top);
+                q.heap.push(pending);
+                drop(q);
+                // The sender sleeps until the earliest delivery; it only needs waking when
+                // that changed (empty queue, or a delay event made this one overtake).
+                if earliest {
+                    self.wake.notify_one();
+                }
+            }
+            Verdict::Dropped(DropReason::Queue) => bump(&self.counters.dropped_queue),
+            Verdict::Dropped(DropReason::Loss) => bump(&self.counters.dropped_loss),
+            Verdict::Dropped(DropReason::Down) => bump(&self.counters.dropped_down),
+        }
+    }
+}
+
+/// The most the relay holds for one direction: the link's queue plus what is in flight over
+/// the delay at the highest rate and delay the config can reach, plus slack.
+fn hard_cap(config: &LinkConfig) -> u64 {
+    let mut rate = config.rate_bps as f64;
+    let mut delay = config.delay;
+    if let Some(trace) = &config.trace {
+        rate = rate.max(trace.mean_rate_bps() * TRACE_PEAK_FACTOR);
+    }
+    for event in &config.events {
+        match event.action {
+            EventAction::Rate(r) => rate = rate.max(r as f64),
+            EventAction::Delay(d) => delay = delay.max(d),
+            EventAction::Down | EventAction::Up => {}
+        }
+    }
+    let rate_u64 = rate.min(u64::MAX as f64) as u64;
+    let queue = config
+        .queue_bytes
+        .unwrap_or_else(|| mpquic_sched::sim::default_queue_bytes(rate_u64, delay));
+    let in_flight = (rate * delay.as_secs_f64() / 8.0).ceil();
+    queue
+        .saturating_add(in_flight.min(u64::MAX as f64) as u64)
+        .saturating_add(CAP_SLACK_BYTES)
+}
+
+/// Where a direction's sender delivers.
+enum Dest {
+    /// The server: the socket is connected to it.
+    Connected,
+    /// The last client address seen on the path.
+    LastClient(Arc<Mutex<Option<SocketAddr>>>),
+}
+
+impl Relay {
+    /// Binds every path's sockets, then starts its threads; on any error nothing is left
+    /// running or bound. A listen address in use fails with [`NetnsError::Io`] naming it.
+    pub fn start(paths: Vec<RelayPath>) -> Result<Relay, NetnsError> {
+        let id = NEXT_RELAY_ID.fetch_add(1, Ordering::Relaxed);
+        // Validate and bind everything before spawning anything.
+        let mut bound = Vec::with_capacity(paths.len());
+        for (k, path) in paths.into_iter().enumerate() {
+            let uplink = Link::new(path.uplink)?;
+            let downlink = Link::new(path.downlink)?;
+            let client = UdpSocket::bind(path.listen).map_err(|source| NetnsError::Io {
+                context: format!("relay path {k}: cannot bind listen address {}", path.listen),
+                source,
+            })?;
+            let server = bind_toward(path.server).map_err(|source| NetnsError::Io {
+                context: format!(
+                    "relay path {k}: cannot open a socket toward server {}",
+                    path.server
+                ),
+                source,
+            })?;
+            let io = |what: &str, source| NetnsError::Io {
+                context: format!("relay path {k} (listen {}): {what}", path.listen),
+                source,
+            };
+            client
+                .set_read_timeout(Some(POLL))
+                .map_err(|e| io("read timeout", e))?;
+            server
+                .set_read_timeout(Some(POLL))
+                .map_err(|e| io("read timeout", e))?;
+            let local = client.local_addr().map_err(|e| io("listen address", e))?;
+            bound.push((k, client, server, local, uplink, downlink));
+        }
+
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            start: Instant::now(),
+        });
+        let mut relay = Relay {
+            id,
+            local_addrs: bound.iter().map(|b| b.3).collect(),
+            paths: Vec::with_capacity(bound.len()),
+            shared,
+            threads: Vec::new(),
+        };
+        // From here an error returns early and `relay`'s Drop joins what was spawned.
+        for (k, client, server, _, uplink, downlink) in bound {
+            let up = Arc::new(Direction::new(uplink));
+            let down = Arc::new(Direction::new(downlink));
+            relay.paths.push(PathShared {
+                uplink: Arc::clone(&up),
+                downlink: Arc::clone(&down),
+            });
+            let clone = |s: &UdpSocket| {
+                s.try_clone().map_err(|source| NetnsError::Io {
+                    context: format!("relay path {k}: cannot clone socket"),
+                    source,
+                })
+            };
+            let last_client = Arc::new(Mutex::new(None));
+            let client_tx = clone(&client)?;
+            let server_tx = clone(&server)?;
+            relay.spawn(k, "ur", {
+                let (shared, dir, last) = (
+                    Arc::clone(&relay.shared),
+                    Arc::clone(&up),
+                    Arc::clone(&last_client),
+                );
+                move || receive(&shared, &dir, &client, Some(&last))
+            })?;
+            relay.spawn(k, "us", {
+                let (shared, dir) = (Arc::clone(&relay.shared), Arc::clone(&up));
+                move || send(&shared, &dir, &server_tx, &Dest::Connected)
+            })?;
+            relay.spawn(k, "dr", {
+                let (shared, dir) = (Arc::clone(&relay.shared), Arc::clone(&down));
+                move || receive(&shared, &dir, &server, None)
+            })?;
+            relay.spawn(k, "ds", {
+                let (shared, dir) = (Arc::clone(&relay.shared), Arc::clone(&down));
+                move || send(&shared, &dir, &client_tx, &Dest::LastClient(last_client))
+            })?;
+        }
+        Ok(relay)
+    }
+
+    fn spawn(
+        &mut self,
+        path: usize,
+        role: &str,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<(), NetnsError> {
+        let name = self.thread_prefix() + &format!("{path}{role}");
+        let handle = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(body)
+            .map_err(|source| NetnsError::Io {
+                context: format!("cannot spawn relay thread {name}"),
+                source,
+            })?;
+        self.threads.push(handle);
+        Ok(())
+    }
+
+    fn thread_prefix(&self) -> String {
+        format!("rly{}p", self.id)
+    }
+
+    /// The client-facing address of each path, in the order given to [`Relay::start`].
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    /// Counters of each path, in the order given to [`Relay::start`].
+    pub fn stats(&self) -> Vec<PathStats> {
+        self.paths
+            .iter()
+            .map(|p| PathStats {
+                uplink: p.uplink.counters.snapshot(),
+                downlink: p.downlink.counters.snapshot(),
+            })
+            .collect()
+    }
+
+    /// When the links' clock started: link time is `Instant::now() - started()`.
+    pub fn started(&self) -> Instant {
+        self.shared.start
+    }
+
+    /// CPU time used so far by the relay's own threads (Linux: from `/proc/self/task`, found by
+    /// thread name), to measure the emulator's cost apart from the traffic it carries. `None`
+    /// where that is not available.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let prefix = self.thread_prefix();
+        let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+        let mut total = Duration::ZERO;
+        let mut found = false;
+        for task in tasks.flatten() {
+            let dir = task.path();
+            let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+                continue;
+            };
+            let comm = comm.trim_end();
+            // "rly1p" must not match "rly12p...": the prefix ends in 'p', and what follows is the
+            // path number.
+            if !comm.starts_with(&prefix) {
+                continue;
+            }
+            // schedstat's first field is nanoseconds on CPU (finer than stat's 10 ms ticks).
+            let ns = std::fs::read_to_string(dir.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+            if let Some(ns) = ns {
+                total += Duration::from_nanos(ns);
+                found = true;
+            }
+        }
+        found.then_some(total)
+    }
+
+    /// Stops every thread and waits for them; the sockets close with them.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for p in &self.paths {
+            for dir in [&p.uplink, &p.downlink] {
+                // Taking the lock orders the flag before the sender's next check-then-wait.
+                drop(dir.lock());
+                dir.wake.notify_all();
+            }
+        }
+        for handle in self.threads.drain(..) {
+            // A panicked relay thread has nothing left to clean up; joining is what matters.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A socket for talking to `server`: bound to the loopback (or unspecified) address of its
+/// family, and connected, so that only the server's datagrams come back on it.
+fn bind_toward(server: SocketAddr) -> io::Result<UdpSocket> {
+    let ip: IpAddr = match (server.ip(), server.ip().is_loopback()) {
+        (IpAddr::V4(_), true) => Ipv4Addr::LOCALHOST.into(),
+        (IpAddr::V4(_), false) => Ipv4Addr::UNSPECIFIED.into(),
+        (IpAddr::V6(_), true) => Ipv6Addr::LOCALHOST.into(),
+        (IpAddr::V6(_), false) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let socket = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+    socket.connect(server)?;
+    Ok(socket)
+}
+
+/// Receiver thread: reads datagrams and offers them to the direction's link. On the uplink it
+/// also records the client's address, which the downlink delivers to.
+fn receive(
+    shared: &Shared,
+    dir: &Direction,
+    socket: &UdpSocket,
+    last_client: Option<&Mutex<Option<SocketAddr>>>,
+) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    while !shared.stop.load(Ordering::Relaxed) {
+        match socket.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                let now = shared.start.elapsed();
+                if let Some(last) = last_client {
+                    let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                    if *last != Some(from) {
+                        *last = Some(from);
+                    }
+                }
+                dir.admit(&buf[..n], now);
+            }
+            Err(e) => match e.kind() {
+                // Timeouts let us look at the stop flag; refused/reset are ICMP errors from an
+                // earlier send to a closed port, reported on the next read.
+                io::ErrorKind::WouldBlock
+                | io::ErrorKind::TimedOut
+                | io::ErrorKind::Interrupted
+                | io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::ConnectionReset => {}
+                // Anything else is unexpected; back off instead of spinning on it.
+                _ => std::thread::sleep(POLL),
+            },
+        }
+    }
+}
+
+/// Sender thread: sleeps until the earliest delivery time, then sends every datagram due.
+fn send(shared: &Shared, dir: &Direction, socket: &UdpSocket, dest: &Dest) {
+    let mut due = Vec::new();
+    loop {
+        {
+            let mut q = dir.lock();
+            loop {
+                if shared.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let now = shared.start.elapsed();
+                while q.heap.peek().is_some_and(|top| top.at <= now) {
+                    if let Some(p) = q.heap.pop() {
+                        q.bytes = q.bytes.saturating_sub(p.cost());
+                        let late = u64::try_from((now - p.at).as_nanos()).unwrap_or(u64::MAX);
+                        due.push((p.data, late));
+                    }
+                }
+                if !due.is_empty() {
+                    break;
+                }
+                let wait = q
+                    .heap
+                    .peek()
+                    .map_or(POLL, |top| top.at.saturating_sub(now))
+                    .min(POLL);
+                q = dir
+                    .wake
+                    .wait_timeout(q, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        let to = match dest {
+            Dest::Connected => None,
+            Dest::LastClient(last) => {
+                let last = *last.lock().unwrap_or_else(|e| e.into_inner());
+                if last.is_none() {
+                    for _ in due.drain(..) {
+                        bump(&dir.counters.dropped_no_client);
+                    }
+                    continue;
+                }
+                last
+            }
+        };
+        for (data, late) in due.drain(..) {
+            let sent = match to {
+                None => socket.send(&data),
+                Some(addr) => socket.send_to(&data, addr),
+            };
+            match sent {
+                Ok(_) => {
+                    bump(&dir.counters.forwarded);
+                    dir.counters
+                        .forwarded_bytes
+                        .fetch_add(data.len() as u64, Ordering::Relaxed);
+                    dir.counters
+                        .late_total_ns
+                        .fetch_add(late, Ordering::Relaxed);
+                    dir.counters.late_max_ns.fetch_max(late, Ordering::Relaxed);
+                }
+                Err(_) => bump(&dir.counters.send_errors),
+            }
+        }
+    }
+}
