@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use mpquic_netns::error::NetnsError;
 use mpquic_netns::link::LinkConfig;
+use mpquic_netns::loopback::LoopbackTestbed;
 use mpquic_netns::probe::{Direction, ProbeServer, Prober};
 use mpquic_netns::relay::{Relay, RelayPath, IP_UDP_OVERHEAD};
 use mpquic_sched::sim::{PathSpec, Scenario};
@@ -28,42 +29,9 @@ fn any() -> SocketAddr {
 }
 
 /// A relay for every path of `scenario`, each in front of its own probe server.
-struct Testbed {
-    specs: Vec<PathSpec>,
-    relay: Relay,
-    _servers: Vec<ProbeServer>,
-}
-
-impl Testbed {
-    fn new(scenario: &str) -> Testbed {
-        let scenario = Scenario::by_name(scenario).expect("known scenario");
-        let servers: Vec<_> = scenario
-            .paths
-            .iter()
-            .map(|_| ProbeServer::start(any()).expect("probe server"))
-            .collect();
-        let paths = scenario
-            .paths
-            .iter()
-            .zip(&servers)
-            .enumerate()
-            .map(|(k, (spec, server))| RelayPath {
-                listen: any(),
-                server: server.local_addr(),
-                uplink: LinkConfig::from_spec(spec, 2 * k as u64 + 1),
-                downlink: LinkConfig::from_spec(spec, 2 * k as u64 + 2),
-            })
-            .collect();
-        Testbed {
-            specs: scenario.paths.to_vec(),
-            relay: Relay::start(paths).expect("relay starts"),
-            _servers: servers,
-        }
-    }
-
-    fn prober(&self, path: usize) -> Prober {
-        Prober::new(self.relay.local_addrs()[path]).expect("prober")
-    }
+fn testbed(scenario: &str) -> LoopbackTestbed {
+    LoopbackTestbed::start(Scenario::by_name(scenario).expect("known scenario"))
+        .expect("testbed starts")
 }
 
 fn ms(d: Duration) -> f64 {
@@ -73,11 +41,11 @@ fn ms(d: Duration) -> f64 {
 #[test]
 fn pb_high_rtt_median_is_twice_the_one_way_delay() {
     let _turn = serial();
-    let bed = Testbed::new("pb-high");
+    let bed = testbed("pb-high");
     const SIZE: usize = 64;
-    for (k, spec) in bed.specs.iter().enumerate() {
-        let stats = bed.prober(k).rtt(100, SIZE).expect("rtt");
-        let relay = bed.relay.stats()[k];
+    for (k, spec) in bed.scenario().paths.iter().enumerate() {
+        let stats = bed.prober(k).expect("prober").rtt(100, SIZE).expect("rtt");
+        let relay = bed.relay().stats()[k];
         eprintln!(
             "path {k}: relay lateness up mean {:?} max {:?}, down mean {:?} max {:?}",
             relay.uplink.mean_lateness(),
@@ -126,12 +94,12 @@ fn pb_high_rtt_median_is_twice_the_one_way_delay() {
 #[test]
 fn pb_high_udp_goodput_is_the_configured_rate() {
     let _turn = serial();
-    let bed = Testbed::new("pb-high");
+    let bed = testbed("pb-high");
     // Largest datagram that fits a 1500-byte IP packet, so headers cost the least (1.9%).
     const SIZE: usize = 1500 - IP_UDP_OVERHEAD;
     const DURATION: Duration = Duration::from_secs(2);
-    for (k, spec) in bed.specs.iter().enumerate() {
-        let prober = bed.prober(k);
+    for (k, spec) in bed.scenario().paths.iter().enumerate() {
+        let prober = bed.prober(k).expect("prober");
         for dir in [Direction::Uplink, Direction::Downlink] {
             let stats = prober
                 .goodput(dir, spec.rate_bps, DURATION, SIZE)
@@ -156,7 +124,7 @@ fn pb_high_udp_goodput_is_the_configured_rate() {
             );
         }
     }
-    for (k, s) in bed.relay.stats().iter().enumerate() {
+    for (k, s) in bed.relay().stats().iter().enumerate() {
         eprintln!("path {k}: {s:?}");
         for d in [s.uplink, s.downlink] {
             assert_eq!(d.dropped_overflow, 0, "path {k}: relay hard cap hit");
@@ -168,13 +136,13 @@ fn pb_high_udp_goodput_is_the_configured_rate() {
 #[test]
 fn pb_high_lossy_loss_is_inside_the_99_percent_binomial_interval() {
     let _turn = serial();
-    let bed = Testbed::new("pb-high-lossy");
+    let bed = testbed("pb-high-lossy");
     // Small datagrams at half the rate: 5000 of them take 0.2-0.8 s and never fill the queue,
     // so every loss is the link's random loss.
     const PACKETS: u64 = 5000;
     const SIZE: usize = 200;
-    for (k, spec) in bed.specs.iter().enumerate() {
-        let prober = bed.prober(k);
+    for (k, spec) in bed.scenario().paths.iter().enumerate() {
+        let prober = bed.prober(k).expect("prober");
         for dir in [Direction::Uplink, Direction::Downlink] {
             let stats = prober
                 .loss(dir, PACKETS, SIZE, spec.rate_bps / 2, spec.drop_rate, 0.99)
@@ -196,7 +164,7 @@ fn pb_high_lossy_loss_is_inside_the_99_percent_binomial_interval() {
             assert!(stats.inside, "path {k} {dir:?}: {stats:?}");
         }
     }
-    for (k, s) in bed.relay.stats().iter().enumerate() {
+    for (k, s) in bed.relay().stats().iter().enumerate() {
         eprintln!("path {k}: {s:?}");
         for d in [s.uplink, s.downlink] {
             assert_eq!(

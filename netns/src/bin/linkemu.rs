@@ -1,198 +1,165 @@
 //! `linkemu`: the link emulator from the command line, without root.
 //!
 //! ```text
-//! linkemu check --scenario NAME                 loopback self-check: configured vs measured per path
-//! linkemu relay --scenario NAME --server A[,B]  relay path k of NAME from 127.0.0.1:port_k to server k
-//!               [--listen A[,B]] [--seconds N]  (default: ports picked, runs until killed)
-//! linkemu probe-server [--bind ADDR]            the far end of `probe` (default 127.0.0.1:0)
+//! linkemu check --scenario NAME                     loopback self-check: configured vs measured per path
+//! linkemu relay --scenario NAME --server A[,B]      relay path k from 127.0.0.1:port_k to server k
+//!               [--listen A[,B]] [--seconds N]      (default: ports picked, runs until killed)
+//! linkemu probe-server [--bind ADDR]                the far end of `probe` (default 127.0.0.1:0)
 //! linkemu probe --target ADDR --scenario NAME --path K [--bind ADDR]
-//!                                               check one path against a probe server at ADDR
+//!                                                   check one path against a probe server at ADDR
 //! ```
-//!
-//! No argument-parsing dependency: the grammar is four subcommands of `--flag value` pairs.
 
-use std::collections::HashMap;
-use std::io::Write;
+// A command-line tool: its output is stdout.
+#![allow(clippy::print_stdout)]
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::{Parser, Subcommand};
 use mpquic_netns::error::NetnsError;
-use mpquic_netns::link::LinkConfig;
-use mpquic_netns::probe::{check_path, ProbeServer, Prober};
-use mpquic_netns::relay::{Relay, RelayPath};
+use mpquic_netns::loopback::{any_loopback_port, relay_paths, LoopbackTestbed};
+use mpquic_netns::probe::{check_path, PathCheck, ProbeServer, Prober};
+use mpquic_netns::relay::Relay;
 use mpquic_sched::sim::Scenario;
 
-const USAGE: &str = "usage:
-  linkemu check --scenario NAME
-  linkemu relay --scenario NAME --server ADDR[,ADDR...] [--listen ADDR[,ADDR...]] [--seconds N]
-  linkemu probe-server [--bind ADDR]
-  linkemu probe --target ADDR --scenario NAME --path K [--bind ADDR]";
+#[derive(Debug, Parser)]
+#[command(
+    name = "linkemu",
+    about = "mpquic's userspace link emulator, on loopback"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Relays every path of a scenario on loopback to probe servers and prints configured vs
+    /// measured RTT, goodput and loss per path and direction; exits 1 if a check fails.
+    Check {
+        /// Scenario preset (pb-high, pb-high-lossy, ...).
+        #[arg(long)]
+        scenario: String,
+    },
+    /// Relays path k of a scenario from 127.0.0.1:port_k to server k until killed.
+    Relay {
+        /// Scenario preset.
+        #[arg(long)]
+        scenario: String,
+        /// One server address per path.
+        #[arg(long, value_delimiter = ',', required = true)]
+        server: Vec<SocketAddr>,
+        /// Listen addresses per path (default: 127.0.0.1 with a free port).
+        #[arg(long, value_delimiter = ',')]
+        listen: Vec<SocketAddr>,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
+    /// Runs the far end of `probe` until killed.
+    ProbeServer {
+        /// Address to bind.
+        #[arg(long, default_value_t = any_loopback_port())]
+        bind: SocketAddr,
+    },
+    /// Checks one path of a scenario against a probe server.
+    Probe {
+        /// The probe server (or the relay in front of it).
+        #[arg(long)]
+        target: SocketAddr,
+        /// Scenario preset the path is configured from.
+        #[arg(long)]
+        scenario: String,
+        /// Path number in the scenario.
+        #[arg(long)]
+        path: usize,
+        /// Local address to probe from (selects the path in the namespace testbed).
+        #[arg(long)]
+        bind: Option<SocketAddr>,
+    },
+}
 
 /// What went wrong, for the one line printed before exiting.
 #[derive(Debug)]
-enum CliError {
-    Usage(String),
+enum Failure {
     Netns(NetnsError),
-    Failed(usize),
+    Checks(usize),
 }
 
-impl From<NetnsError> for CliError {
+impl From<NetnsError> for Failure {
     fn from(e: NetnsError) -> Self {
-        CliError::Netns(e)
+        Self::Netns(e)
     }
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    let outcome = match Cli::parse().command {
+        Command::Check { scenario } => check(&scenario),
+        Command::Relay {
+            scenario,
+            server,
+            listen,
+            seconds,
+        } => relay(&scenario, &server, &listen, seconds),
+        Command::ProbeServer { bind } => probe_server(bind),
+        Command::Probe {
+            target,
+            scenario,
+            path,
+            bind,
+        } => probe(target, &scenario, path, bind),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(CliError::Usage(msg)) => {
-            eprintln!("linkemu: {msg}\n{USAGE}");
-            ExitCode::from(2)
-        }
-        Err(CliError::Netns(e)) => {
-            // NetnsError's message already carries its cause.
+        Err(Failure::Netns(e)) => {
             eprintln!("linkemu: {e}");
             ExitCode::FAILURE
         }
-        Err(CliError::Failed(n)) => {
+        Err(Failure::Checks(n)) => {
             eprintln!("linkemu: {n} check(s) failed");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(args: &[String]) -> Result<(), CliError> {
-    let Some((command, rest)) = args.split_first() else {
-        return Err(CliError::Usage("no command".into()));
-    };
-    let flags = parse_flags(rest)?;
-    match command.as_str() {
-        "check" => check(&flags),
-        "relay" => relay(&flags),
-        "probe-server" => probe_server(&flags),
-        "probe" => probe(&flags),
-        "-h" | "--help" | "help" => {
-            say(USAGE);
-            Ok(())
-        }
-        other => Err(CliError::Usage(format!("unknown command {other:?}"))),
-    }
-}
-
-fn say(line: &str) {
-    let _ = writeln!(std::io::stdout(), "{line}");
-}
-
-fn parse_flags(args: &[String]) -> Result<HashMap<String, String>, CliError> {
-    let mut out = HashMap::new();
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let Some(name) = flag.strip_prefix("--") else {
-            return Err(CliError::Usage(format!("expected --flag, got {flag:?}")));
-        };
-        let Some(value) = it.next() else {
-            return Err(CliError::Usage(format!("--{name} needs a value")));
-        };
-        out.insert(name.to_owned(), value.clone());
-    }
-    Ok(out)
-}
-
-fn scenario(flags: &HashMap<String, String>) -> Result<&'static Scenario, CliError> {
-    let name = flags
-        .get("scenario")
-        .ok_or_else(|| CliError::Usage("--scenario is required".into()))?;
+fn scenario(name: &str) -> Result<&'static Scenario, NetnsError> {
     // The error's message lists the known names.
-    Scenario::by_name(name).map_err(|_| CliError::Netns(NetnsError::UnknownScenario(name.clone())))
+    Scenario::by_name(name).map_err(|_| NetnsError::UnknownScenario(name.to_owned()))
 }
 
-fn addr(text: &str, what: &str) -> Result<SocketAddr, CliError> {
-    text.parse().map_err(|_| {
-        CliError::Usage(format!(
-            "{what}: {text:?} is not an address like 127.0.0.1:4433"
-        ))
-    })
+/// Prints a path's checks and counts its failures.
+fn report(label: &str, check: &PathCheck) -> usize {
+    println!("{label}:");
+    println!("{}", check.to_string().trim_end());
+    check.failures().len()
 }
 
-fn addrs(flags: &HashMap<String, String>, name: &str) -> Result<Option<Vec<SocketAddr>>, CliError> {
-    flags
-        .get(name)
-        .map(|list| list.split(',').map(|a| addr(a, name)).collect())
-        .transpose()
-}
-
-fn loopback_any() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 0))
-}
-
-/// Relay paths for `scenario`, seeded per path and direction so runs are reproducible.
-fn relay_paths(
-    scenario: &Scenario,
-    listen: &[SocketAddr],
-    servers: &[SocketAddr],
-) -> Vec<RelayPath> {
-    scenario
-        .paths
-        .iter()
-        .enumerate()
-        .map(|(k, spec)| RelayPath {
-            listen: listen.get(k).copied().unwrap_or_else(loopback_any),
-            server: servers[k],
-            uplink: LinkConfig::from_spec(spec, 2 * k as u64 + 1),
-            downlink: LinkConfig::from_spec(spec, 2 * k as u64 + 2),
-        })
-        .collect()
-}
-
-fn check(flags: &HashMap<String, String>) -> Result<(), CliError> {
-    let scenario = scenario(flags)?;
-    say(&format!("{scenario}"));
-    let servers = scenario
-        .paths
-        .iter()
-        .map(|_| ProbeServer::start(loopback_any()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let server_addrs: Vec<_> = servers.iter().map(ProbeServer::local_addr).collect();
-    let relay = Relay::start(relay_paths(scenario, &[], &server_addrs))?;
+fn check(name: &str) -> Result<(), Failure> {
+    let testbed = LoopbackTestbed::start(scenario(name)?)?;
+    println!("{}", testbed.scenario());
     let mut failed = 0;
-    for (k, spec) in scenario.paths.iter().enumerate() {
-        let target = relay.local_addrs()[k];
-        let result = check_path(&Prober::new(target)?, spec)?;
-        say(&format!("path {k} (relay {target}):"));
-        say(result.to_string().trim_end());
-        failed += result.failures().len();
+    for (k, check) in testbed.check()?.iter().enumerate() {
+        let target = testbed.relay().local_addrs()[k];
+        failed += report(&format!("path {k} (relay {target})"), check);
     }
-    relay.stop();
-    if failed > 0 {
-        return Err(CliError::Failed(failed));
+    match failed {
+        0 => Ok(()),
+        n => Err(Failure::Checks(n)),
     }
-    Ok(())
 }
 
-fn relay(flags: &HashMap<String, String>) -> Result<(), CliError> {
-    let scenario = scenario(flags)?;
-    let servers =
-        addrs(flags, "server")?.ok_or_else(|| CliError::Usage("--server is required".into()))?;
-    if servers.len() != scenario.paths.len() {
-        return Err(CliError::Usage(format!(
-            "{} has {} paths but {} --server addresses were given",
-            scenario.name,
-            scenario.paths.len(),
-            servers.len()
-        )));
-    }
-    let listen = addrs(flags, "listen")?.unwrap_or_default();
-    let seconds = flags
-        .get("seconds")
-        .map(|s| s.parse::<u64>())
-        .transpose()
-        .map_err(|_| CliError::Usage("--seconds takes a whole number".into()))?;
-    let relay = Relay::start(relay_paths(scenario, &listen, &servers))?;
-    say(&format!("{scenario}"));
+fn relay(
+    name: &str,
+    servers: &[SocketAddr],
+    listen: &[SocketAddr],
+    seconds: Option<u64>,
+) -> Result<(), Failure> {
+    let scenario = scenario(name)?;
+    let relay = Relay::start(relay_paths(scenario, listen, servers)?)?;
+    println!("{scenario}");
     for (k, a) in relay.local_addrs().iter().enumerate() {
-        say(&format!("path {k}: {a} -> {}", servers[k]));
+        println!("path {k}: {a} -> {}", servers[k]);
     }
     let until = seconds.map(|s| Instant::now() + Duration::from_secs(s));
     let mut last_report = Instant::now();
@@ -201,7 +168,7 @@ fn relay(flags: &HashMap<String, String>) -> Result<(), CliError> {
         if last_report.elapsed() >= Duration::from_secs(10) {
             last_report = Instant::now();
             for (k, s) in relay.stats().iter().enumerate() {
-                say(&format!("path {k}: {s:?}"));
+                println!("path {k}: {s:?}");
             }
         }
     }
@@ -209,48 +176,40 @@ fn relay(flags: &HashMap<String, String>) -> Result<(), CliError> {
     Ok(())
 }
 
-fn probe_server(flags: &HashMap<String, String>) -> Result<(), CliError> {
-    let bind = match flags.get("bind") {
-        Some(a) => addr(a, "bind")?,
-        None => loopback_any(),
-    };
+fn probe_server(bind: SocketAddr) -> Result<(), Failure> {
     let server = ProbeServer::start(bind)?;
-    say(&format!("probe server on {}", server.local_addr()));
+    println!("probe server on {}", server.local_addr());
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
 }
 
-fn probe(flags: &HashMap<String, String>) -> Result<(), CliError> {
-    let scenario = scenario(flags)?;
-    let target = addr(
-        flags
-            .get("target")
-            .ok_or_else(|| CliError::Usage("--target is required".into()))?,
-        "target",
-    )?;
-    let k: usize = flags
-        .get("path")
-        .ok_or_else(|| CliError::Usage("--path is required".into()))?
-        .parse()
-        .map_err(|_| CliError::Usage("--path takes a path number".into()))?;
-    let spec = scenario.paths.get(k).ok_or_else(|| {
-        CliError::Usage(format!(
-            "{} has paths 0..{}",
-            scenario.name,
-            scenario.paths.len()
-        ))
-    })?;
-    let prober = match flags.get("bind") {
-        Some(a) => Prober::bind(addr(a, "bind")?, target)?,
+fn probe(
+    target: SocketAddr,
+    name: &str,
+    path: usize,
+    bind: Option<SocketAddr>,
+) -> Result<(), Failure> {
+    let scenario = scenario(name)?;
+    let spec = scenario
+        .paths
+        .get(path)
+        .ok_or_else(|| NetnsError::InvalidLink {
+            reason: format!(
+                "{} has paths 0..{}, not {path}",
+                scenario.name,
+                scenario.paths.len()
+            ),
+        })?;
+    let prober = match bind {
+        Some(local) => Prober::bind(local, target)?,
         None => Prober::new(target)?,
     };
-    let result = check_path(&prober, spec)?;
-    say(&format!("path {k} ({target}):"));
-    say(result.to_string().trim_end());
-    let failed = result.failures().len();
-    if failed > 0 {
-        return Err(CliError::Failed(failed));
+    match report(
+        &format!("path {path} ({target})"),
+        &check_path(&prober, spec)?,
+    ) {
+        0 => Ok(()),
+        n => Err(Failure::Checks(n)),
     }
-    Ok(())
 }
