@@ -161,7 +161,27 @@ fn pb_high_lossy_loss_is_inside_the_99_percent_binomial_interval() {
                 stats.wilson.1 * 100.0,
             );
             assert_eq!(stats.sent, PACKETS);
-            assert!(stats.inside, "path {k} {dir:?}: {stats:?}");
+            // The link's own losses (seeded, so the same every run) must sit in the interval;
+            // the host may lose a few more on a loaded machine (socket buffers of a starved
+            // receiver), which the end-to-end figure includes: allow at most 0.2% of them
+            // rather than let scheduling noise decide a check of the emulator.
+            let link = bed.relay().stats()[k];
+            let link = match dir {
+                Direction::Uplink => link.uplink,
+                Direction::Downlink => link.downlink,
+            };
+            let lost = stats.sent - stats.received;
+            let host = lost.saturating_sub(link.dropped_loss);
+            assert!(
+                host <= PACKETS / 500,
+                "path {k} {dir:?}: {host} packets lost outside the link: {stats:?}"
+            );
+            let (low, high) = stats.interval;
+            let link_loss = link.dropped_loss as f64 / PACKETS as f64;
+            assert!(
+                (low..=high).contains(&link_loss),
+                "path {k} {dir:?}: link loss {link_loss} outside [{low}, {high}]: {stats:?}"
+            );
         }
     }
     for (k, s) in bed.relay().stats().iter().enumerate() {
