@@ -7,8 +7,10 @@
 //! shell around it is a per-path UDP [`relay`] on loopback, which needs no root
 //! ([`loopback::LoopbackTestbed`]); [`probe`] measures a path from its two ends (RTT, goodput,
 //! loss per direction) against what was configured. Scenario presets are the simulator's
-//! (`mpquic_sched::sim::Scenario`), so a preset name means the same paths everywhere. The
-//! namespace topology (TUN devices between two network namespaces) comes next.
+//! (`mpquic_sched::sim::Scenario`), so a preset name means the same paths everywhere. With
+//! root, [`topology::Topology`] joins a client and a server network namespace by one pair of
+//! TUN devices per path, with the same links in between, so real kernels' UDP and TCP cross
+//! them.
 //!
 //! # Example
 //!
@@ -38,4 +40,6 @@ pub mod link;
 pub mod loopback;
 pub mod probe;
 pub mod relay;
+pub mod topology;
 pub mod trace;
+pub mod tun;

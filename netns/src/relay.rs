@@ -117,11 +117,24 @@ pub struct Relay {
     threads: Vec<JoinHandle<()>>,
 }
 
-/// What every thread of one relay shares.
+/// What every thread of one relay (or one namespace topology) shares: the stop flag and the
+/// links' clock.
 #[derive(Debug)]
-struct Shared {
-    stop: AtomicBool,
-    start: Instant,
+pub(crate) struct Shared {
+    /// Set once to make every thread return.
+    pub(crate) stop: AtomicBool,
+    /// Link time zero: links see `start.elapsed()`.
+    pub(crate) start: Instant,
+}
+
+impl Shared {
+    /// Not stopped, clock starting now.
+    pub(crate) fn new() -> Self {
+        Shared {
+            stop: AtomicBool::new(false),
+            start: Instant::now(),
+        }
+    }
 }
 
 /// The two directions of one path, kept by the [`Relay`] for stats and shutdown.
@@ -175,11 +188,13 @@ struct Pending {
     at: Duration,
     seq: u64,
     data: Vec<u8>,
+    /// Bytes charged to the link and the hard cap: the data plus the direction's overhead.
+    cost: u64,
 }
 
 impl Pending {
     fn cost(&self) -> u64 {
-        (self.data.len() + IP_UDP_OVERHEAD) as u64
+        self.cost
     }
 }
 
@@ -226,14 +241,18 @@ impl std::fmt::Debug for Queue {
 
 /// One direction of one path: its queue, the sender's wake-up, its counters.
 #[derive(Debug)]
-struct Direction {
+pub(crate) struct Direction {
     queue: Mutex<Queue>,
     wake: Condvar,
     counters: Counters,
+    /// Bytes charged to the link on top of each packet's own length: [`IP_UDP_OVERHEAD`] for
+    /// UDP payloads, 0 for whole IP packets read from a TUN device.
+    overhead: usize,
 }
 
 impl Direction {
-    fn new(link: Link) -> Self {
+    /// A direction through `link`, charging `overhead` bytes per packet on top of its length.
+    pub(crate) fn new(link: Link, overhead: usize) -> Self {
         let cap = hard_cap(link.config());
         Direction {
             queue: Mutex::new(Queue {
@@ -245,7 +264,20 @@ impl Direction {
             }),
             wake: Condvar::new(),
             counters: Counters::default(),
+            overhead,
         }
+    }
+
+    /// Its counters so far.
+    pub(crate) fn stats(&self) -> DirectionStats {
+        self.counters.snapshot()
+    }
+
+    /// Wakes its sender so that it sees the stop flag (set before calling this).
+    pub(crate) fn wake_for_shutdown(&self) {
+        // Taking the lock orders the flag before the sender's next check-then-wait.
+        drop(self.lock());
+        self.wake.notify_all();
     }
 
     /// Poisoning only means another relay thread panicked mid-update; the queue is still
@@ -255,15 +287,17 @@ impl Direction {
     }
 
     /// A datagram arrived at the link at `now`: offer it, and queue it for delivery if accepted.
-    fn admit(&self, data: &[u8], now: Duration) {
+    pub(crate) fn admit(&self, data: &[u8], now: Duration) {
         bump(&self.counters.received);
         let mut q = self.lock();
-        match q.link.offer(now, data.len() + IP_UDP_OVERHEAD) {
+        let cost = data.len() + self.overhead;
+        match q.link.offer(now, cost) {
             Verdict::Deliver(at) => {
                 let pending = Pending {
                     at,
                     seq: q.seq,
                     data: data.to_vec(),
+                    cost: cost as u64,
                 };
                 if q.bytes + pending.cost() > q.cap {
                     bump(&self.counters.dropped_overflow);
@@ -320,6 +354,49 @@ enum Dest {
     LastClient(Arc<Mutex<Option<SocketAddr>>>),
 }
 
+/// What happened to one packet handed to an [`Outlet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Handed on.
+    Sent,
+    /// Nowhere to send it yet (the relay's downlink before a client spoke).
+    NoDestination,
+    /// The socket or device refused it.
+    Failed,
+}
+
+/// Where a direction's sender hands packets at their delivery time: a UDP socket (the relay)
+/// or a TUN device (the namespace topology).
+pub(crate) trait Outlet {
+    /// Hands `data` on, now.
+    fn deliver(&self, data: &[u8]) -> Delivery;
+}
+
+/// The relay's outlet: a socket and where to send on it.
+struct UdpOutlet {
+    socket: UdpSocket,
+    dest: Dest,
+}
+
+impl Outlet for UdpOutlet {
+    fn deliver(&self, data: &[u8]) -> Delivery {
+        let sent = match &self.dest {
+            Dest::Connected => self.socket.send(data),
+            Dest::LastClient(last) => {
+                let last = *last.lock().unwrap_or_else(|e| e.into_inner());
+                match last {
+                    Some(addr) => self.socket.send_to(data, addr),
+                    None => return Delivery::NoDestination,
+                }
+            }
+        };
+        match sent {
+            Ok(_) => Delivery::Sent,
+            Err(_) => Delivery::Failed,
+        }
+    }
+}
+
 impl Relay {
     /// Binds every path's sockets, then starts its threads; on any error nothing is left
     /// running or bound. A listen address in use fails with [`NetnsError::Io`] naming it.
@@ -355,10 +432,7 @@ impl Relay {
             bound.push((k, client, server, local, uplink, downlink));
         }
 
-        let shared = Arc::new(Shared {
-            stop: AtomicBool::new(false),
-            start: Instant::now(),
-        });
+        let shared = Arc::new(Shared::new());
         let mut relay = Relay {
             id,
             local_addrs: bound.iter().map(|b| b.3).collect(),
@@ -368,8 +442,8 @@ impl Relay {
         };
         // From here an error returns early and `relay`'s Drop joins what was spawned.
         for (k, client, server, _, uplink, downlink) in bound {
-            let up = Arc::new(Direction::new(uplink));
-            let down = Arc::new(Direction::new(downlink));
+            let up = Arc::new(Direction::new(uplink, IP_UDP_OVERHEAD));
+            let down = Arc::new(Direction::new(downlink, IP_UDP_OVERHEAD));
             relay.paths.push(PathShared {
                 uplink: Arc::clone(&up),
                 downlink: Arc::clone(&down),
@@ -393,7 +467,11 @@ impl Relay {
             })?;
             relay.spawn(k, "us", {
                 let (shared, dir) = (Arc::clone(&relay.shared), Arc::clone(&up));
-                move || send(&shared, &dir, &server_tx, &Dest::Connected)
+                let outlet = UdpOutlet {
+                    socket: server_tx,
+                    dest: Dest::Connected,
+                };
+                move || send(&shared, &dir, &outlet)
             })?;
             relay.spawn(k, "dr", {
                 let (shared, dir) = (Arc::clone(&relay.shared), Arc::clone(&down));
@@ -401,7 +479,11 @@ impl Relay {
             })?;
             relay.spawn(k, "ds", {
                 let (shared, dir) = (Arc::clone(&relay.shared), Arc::clone(&down));
-                move || send(&shared, &dir, &client_tx, &Dest::LastClient(last_client))
+                let outlet = UdpOutlet {
+                    socket: client_tx,
+                    dest: Dest::LastClient(last_client),
+                };
+                move || send(&shared, &dir, &outlet)
             })?;
         }
         Ok(relay)
@@ -489,11 +571,8 @@ impl Relay {
     fn shutdown(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         for p in &self.paths {
-            for dir in [&p.uplink, &p.downlink] {
-                // Taking the lock orders the flag before the sender's next check-then-wait.
-                drop(dir.lock());
-                dir.wake.notify_all();
-            }
+            p.uplink.wake_for_shutdown();
+            p.downlink.wake_for_shutdown();
         }
         for handle in self.threads.drain(..) {
             // A panicked relay thread has nothing left to clean up; joining is what matters.
@@ -558,8 +637,9 @@ fn receive(
     }
 }
 
-/// Sender thread: sleeps until the earliest delivery time, then sends every datagram due.
-fn send(shared: &Shared, dir: &Direction, socket: &UdpSocket, dest: &Dest) {
+/// Sender thread: sleeps until the earliest delivery time, then hands every packet due to
+/// `outlet`.
+pub(crate) fn send(shared: &Shared, dir: &Direction, outlet: &dyn Outlet) {
     let mut due = Vec::new();
     loop {
         {
@@ -591,26 +671,9 @@ fn send(shared: &Shared, dir: &Direction, socket: &UdpSocket, dest: &Dest) {
                     .0;
             }
         }
-        let to = match dest {
-            Dest::Connected => None,
-            Dest::LastClient(last) => {
-                let last = *last.lock().unwrap_or_else(|e| e.into_inner());
-                if last.is_none() {
-                    for _ in due.drain(..) {
-                        bump(&dir.counters.dropped_no_client);
-                    }
-                    continue;
-                }
-                last
-            }
-        };
         for (data, late) in due.drain(..) {
-            let sent = match to {
-                None => socket.send(&data),
-                Some(addr) => socket.send_to(&data, addr),
-            };
-            match sent {
-                Ok(_) => {
+            match outlet.deliver(&data) {
+                Delivery::Sent => {
                     bump(&dir.counters.forwarded);
                     dir.counters
                         .forwarded_bytes
@@ -620,7 +683,8 @@ fn send(shared: &Shared, dir: &Direction, socket: &UdpSocket, dest: &Dest) {
                         .fetch_add(late, Ordering::Relaxed);
                     dir.counters.late_max_ns.fetch_max(late, Ordering::Relaxed);
                 }
-                Err(_) => bump(&dir.counters.send_errors),
+                Delivery::NoDestination => bump(&dir.counters.dropped_no_client),
+                Delivery::Failed => bump(&dir.counters.send_errors),
             }
         }
     }

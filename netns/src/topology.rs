@@ -1,0 +1,335 @@
+//! The namespace testbed: a client and a server network namespace joined by one emulated link
+//! per path and direction (needs root).
+//!
+//! Path k is a pair of TUN devices opened by this process, one moved into each namespace, with
+//! addresses [`client_addr`]`(k)` = `10.(k+1).0.1/24` and [`server_addr`]`(k)` =
+//! `10.(k+1).0.2/24`; a process in the client namespace chooses path k by its local address (or
+//! simply by the server address it sends to). Per path and direction a shuttle thread reads
+//! the IP packets the kernel routes out of one TUN device and offers them to that direction's
+//! [`Link`]; a sender thread (the relay's, with a TUN device as its outlet) writes what the link
+//! delivers into the other namespace's device at its delivery time. The links see whole IPv4
+//! packets, so no overhead is added to their length.
+//!
+//! Names are unique per testbed (`mq<pid>x<n>c` and `mq<pid>x<n>s` for the namespaces,
+//! `mq<pid>x<n>c<k>` / `mq<pid>x<n>s<k>` for the devices), so several can coexist. Everything
+//! [`Topology::up`] creates is removed again by [`Topology::down`] or on drop, and by `up`
+//! itself when it fails half way.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mpquic_sched::sim::Scenario;
+
+use crate::error::NetnsError;
+use crate::link::{Link, LinkConfig};
+use crate::relay::{send, Direction, PathStats, Shared};
+use crate::tun::{validate_ifname, TunDevice, MAX_PACKET};
+
+/// How often a shuttle blocked on its device looks at the stop flag.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Most paths a topology can have: path k uses the subnet `10.(k+1).0.0/24`.
+pub const MAX_PATHS: usize = 254;
+
+/// Hands out testbed numbers, so that topologies in one process get distinct names.
+static NEXT_TESTBED: AtomicU64 = AtomicU64::new(0);
+
+/// One end of the topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The client namespace (addresses `10.(k+1).0.1`).
+    Client,
+    /// The server namespace (addresses `10.(k+1).0.2`).
+    Server,
+}
+
+/// The client's address on path `k`: `10.(k+1).0.1`. Meaningful for `k <` [`MAX_PATHS`].
+pub fn client_addr(k: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, subnet(k), 0, 1)
+}
+
+/// The server's address on path `k`: `10.(k+1).0.2`. Meaningful for `k <` [`MAX_PATHS`].
+pub fn server_addr(k: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, subnet(k), 0, 2)
+}
+
+fn subnet(k: usize) -> u8 {
+    u8::try_from(k + 1).unwrap_or(u8::MAX)
+}
+
+/// A running namespace testbed; [`Topology::down`] or dropping it removes it.
+#[derive(Debug)]
+pub struct Topology {
+    scenario: &'static Scenario,
+    client_ns: String,
+    server_ns: String,
+    /// The namespaces this topology created (and only those), for teardown.
+    created: Vec<String>,
+    shared: Arc<Shared>,
+    paths: Vec<[Arc<Direction>; 2]>,
+    threads: Vec<JoinHandle<()>>,
+    /// Every open device; the threads hold clones until they are joined.
+    devices: Vec<Arc<TunDevice>>,
+}
+
+impl Topology {
+    /// Sets up `scenario`'s paths between two new namespaces and starts shuttling packets.
+    ///
+    /// # Errors
+    /// [`NetnsError::InvalidLink`] for a scenario that cannot be emulated (checked before
+    /// anything is created); [`NetnsError::Io`] naming the failed `ip` command and its
+    /// stderr, or the device that could not be created. Whatever was created before the
+    /// failure is removed again.
+    pub fn up(scenario: &'static Scenario) -> Result<Topology, NetnsError> {
+        if scenario.paths.is_empty() || scenario.paths.len() > MAX_PATHS {
+            return Err(NetnsError::link(format!(
+                "{} has {} paths; the namespace topology supports 1 to {MAX_PATHS}",
+                scenario.name,
+                scenario.paths.len()
+            )));
+        }
+        // Validate every link before touching the system.
+        let mut links = Vec::with_capacity(scenario.paths.len());
+        for (k, spec) in scenario.paths.iter().enumerate() {
+            let up = Link::new(LinkConfig::from_spec(spec, 2 * k as u64 + 1))?;
+            let down = Link::new(LinkConfig::from_spec(spec, 2 * k as u64 + 2))?;
+            links.push((up, down));
+        }
+        let prefix = format!(
+            "mq{}x{}",
+            std::process::id(),
+            NEXT_TESTBED.fetch_add(1, Ordering::Relaxed)
+        );
+        let last_tun = format!("{prefix}c{}", scenario.paths.len() - 1);
+        validate_ifname(&last_tun)?;
+
+        let mut topo = Topology {
+            scenario,
+            client_ns: format!("{prefix}c"),
+            server_ns: format!("{prefix}s"),
+            created: Vec::new(),
+            shared: Arc::new(Shared::new()),
+            paths: Vec::with_capacity(links.len()),
+            threads: Vec::new(),
+            devices: Vec::new(),
+        };
+        // From here an error returns early and `topo`'s Drop removes what was created.
+        for ns in [topo.client_ns.clone(), topo.server_ns.clone()] {
+            ip(&["netns", "add", &ns])?;
+            topo.created.push(ns.clone());
+            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+        }
+        for (k, (uplink, downlink)) in links.into_iter().enumerate() {
+            let client = topo.device(&format!("{prefix}c{k}"), Side::Client, client_addr(k))?;
+            let server = topo.device(&format!("{prefix}s{k}"), Side::Server, server_addr(k))?;
+            let up = Arc::new(Direction::new(uplink, 0));
+            let down = Arc::new(Direction::new(downlink, 0));
+            topo.paths.push([Arc::clone(&up), Arc::clone(&down)]);
+            topo.spawn(&format!("{prefix}p{k}ur"), {
+                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&up), &client);
+                let dev = Arc::clone(dev);
+                move || shuttle_in(&shared, &dir, &dev)
+            })?;
+            topo.spawn(&format!("{prefix}p{k}us"), {
+                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&up), &server);
+                let dev = Arc::clone(dev);
+                move || send(&shared, &dir, &*dev)
+            })?;
+            topo.spawn(&format!("{prefix}p{k}dr"), {
+                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&down), &server);
+                let dev = Arc::clone(dev);
+                move || shuttle_in(&shared, &dir, &dev)
+            })?;
+            topo.spawn(&format!("{prefix}p{k}ds"), {
+                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&down), &client);
+                let dev = Arc::clone(dev);
+                move || send(&shared, &dir, &*dev)
+            })?;
+        }
+        Ok(topo)
+    }
+
+    /// Creates the TUN device `name`, moves it into `side`'s namespace, gives it `addr`/24 and
+    /// brings it up.
+    fn device(
+        &mut self,
+        name: &str,
+        side: Side,
+        addr: Ipv4Addr,
+    ) -> Result<Arc<TunDevice>, NetnsError> {
+        let dev = Arc::new(TunDevice::create(name)?);
+        self.devices.push(Arc::clone(&dev));
+        let ns = self.ns(side).to_owned();
+        ip(&["link", "set", name, "netns", &ns])?;
+        ip(&["-n", &ns, "addr", "add", &format!("{addr}/24"), "dev", name])?;
+        ip(&["-n", &ns, "link", "set", name, "up"])?;
+        Ok(dev)
+    }
+
+    fn spawn(
+        &mut self,
+        name: &str,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<(), NetnsError> {
+        let handle = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(body)
+            .map_err(|source| NetnsError::Io {
+                context: format!("cannot spawn topology thread {name}"),
+                source,
+            })?;
+        self.threads.push(handle);
+        Ok(())
+    }
+
+    /// The scenario it emulates.
+    pub fn scenario(&self) -> &'static Scenario {
+        self.scenario
+    }
+
+    /// The client namespace's name (for `ip netns exec`).
+    pub fn client_ns(&self) -> &str {
+        &self.client_ns
+    }
+
+    /// The server namespace's name.
+    pub fn server_ns(&self) -> &str {
+        &self.server_ns
+    }
+
+    /// The namespace of `side`.
+    pub fn ns(&self, side: Side) -> &str {
+        match side {
+            Side::Client => &self.client_ns,
+            Side::Server => &self.server_ns,
+        }
+    }
+
+    /// A command running `args` (program first) in `side`'s namespace via `ip netns exec`.
+    pub fn exec<I, S>(&self, side: Side, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", self.ns(side)]).args(args);
+        command
+    }
+
+    /// Counters of each path (uplink: client to server), in the scenario's order.
+    pub fn stats(&self) -> Vec<PathStats> {
+        self.paths
+            .iter()
+            .map(|[up, down]| PathStats {
+                uplink: up.stats(),
+                downlink: down.stats(),
+            })
+            .collect()
+    }
+
+    /// Stops the threads, closes the devices and deletes the namespaces.
+    ///
+    /// # Errors
+    /// The first `ip netns del` that failed (the others are still attempted).
+    pub fn down(mut self) -> Result<(), NetnsError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), NetnsError> {
+        self.shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        for [up, down] in &self.paths {
+            up.wake_for_shutdown();
+            down.wake_for_shutdown();
+        }
+        for handle in self.threads.drain(..) {
+            // A panicked thread has nothing left to clean up; joining is what matters.
+            let _ = handle.join();
+        }
+        // The threads' clones are gone: this closes the devices, which deletes them.
+        self.devices.clear();
+        let mut first_error = None;
+        for ns in self.created.drain(..).rev() {
+            if let Err(e) = ip(&["netns", "del", &ns]) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        // Nothing to report to from Drop; `down` returns the error instead.
+        let _ = self.shutdown();
+    }
+}
+
+/// Shuttle thread: reads the IPv4 packets the kernel routes out of `dev` and offers them to
+/// `dir`'s link. Anything else (IPv6 neighbour discovery and the like) stays off the link.
+fn shuttle_in(shared: &Shared, dir: &Direction, dev: &TunDevice) {
+    let mut buf = vec![0u8; MAX_PACKET];
+    while !shared.stop.load(Ordering::Relaxed) {
+        match dev.recv_timeout(&mut buf, POLL) {
+            Ok(Some(n)) => {
+                let now = shared.start.elapsed();
+                if n > 0 && buf[0] >> 4 == 4 {
+                    dir.admit(&buf[..n], now);
+                }
+            }
+            Ok(None) => {}
+            // Unexpected (the device going away at shutdown); back off instead of spinning.
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Runs `ip args...`; a failure names the command and carries its stderr.
+fn ip(args: &[&str]) -> Result<(), NetnsError> {
+    let shown = format!("ip {}", args.join(" "));
+    let output = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|source| NetnsError::Io {
+            context: format!("cannot run `{shown}`"),
+            source,
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    Err(NetnsError::Io {
+        context: format!("`{shown}` failed ({})", output.status),
+        source: io::Error::other(if stderr.is_empty() {
+            "no output".to_owned()
+        } else {
+            stderr
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_per_path() {
+        assert_eq!(client_addr(0), Ipv4Addr::new(10, 1, 0, 1));
+        assert_eq!(server_addr(1), Ipv4Addr::new(10, 2, 0, 2));
+    }
+
+    #[test]
+    fn failed_commands_name_themselves() {
+        let e = ip(&["netns", "del", "mq-no-such-namespace-here"])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("ip netns del mq-no-such-namespace-here"), "{e}");
+    }
+}

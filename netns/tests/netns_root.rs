@@ -1,0 +1,264 @@
+//! The namespace testbed against what it was configured with (needs root): `pb-high` between
+//! two namespaces (and `pb-high-lossy`, for the loss checks), each path checked by `linkemu probe` in the client namespace against
+//! `linkemu probe-server` in the server namespace (RTT, UDP goodput and loss per direction),
+//! and teardown leaving no namespace behind. Without root or network namespaces it says so on
+//! stderr and passes.
+
+// The skip notice and the measurements are for the person reading the test output.
+#![allow(clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use mpquic_netns::topology::{client_addr, server_addr, Side, Topology};
+use mpquic_sched::sim::Scenario;
+
+const LINKEMU: &str = env!("CARGO_BIN_EXE_linkemu");
+const PROBE_PORT: u16 = 5201;
+/// Longest a probe server may take to say it is listening.
+const SERVER_READY: Duration = Duration::from_secs(10);
+/// Longest one `linkemu probe` (one path, both directions) may run.
+const PROBE_TIME: Duration = Duration::from_secs(30);
+
+/// Why the testbed cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        });
+    if uid.as_deref() != Some("0") {
+        return Some(format!("effective uid is {uid:?}, not 0"));
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing".into());
+    }
+    static PROBES: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "mq{}avail{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    );
+    match Command::new("ip").args(["netns", "add", &name]).output() {
+        Ok(o) if o.status.success() => {
+            let _ = Command::new("ip").args(["netns", "del", &name]).output();
+            None
+        }
+        Ok(o) => Some(format!(
+            "`ip netns add` failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("cannot run ip: {e}")),
+    }
+}
+
+/// A child process this test started; killed (by its pid) and reaped when dropped.
+struct Started(Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `linkemu probe-server` on path `k` in the server namespace and waits until it
+/// listens.
+fn probe_server(topo: &Topology, k: usize) -> Started {
+    let bind = format!("{}:{PROBE_PORT}", server_addr(k));
+    let mut child = Started(
+        topo.exec(Side::Server, [LINKEMU, "probe-server", "--bind", &bind])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start probe server"),
+    );
+    let stdout = child.0.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(SERVER_READY) {
+        Ok(line) if line.starts_with("probe server on") => child,
+        other => {
+            let mut stderr = String::new();
+            let _ = child.0.kill();
+            if let Some(mut e) = child.0.stderr.take() {
+                let _ = e.read_to_string(&mut stderr);
+            }
+            panic!("probe server on {bind} did not start: {other:?}; stderr: {stderr}");
+        }
+    }
+}
+
+/// Runs `linkemu probe` for path `k` from the client namespace, killing it after
+/// [`PROBE_TIME`].
+fn probe(topo: &Topology, k: usize) -> Output {
+    let target = format!("{}:{PROBE_PORT}", server_addr(k));
+    let bind = format!("{}:0", client_addr(k));
+    let path = k.to_string();
+    let child = topo
+        .exec(
+            Side::Client,
+            [
+                LINKEMU,
+                "probe",
+                "--target",
+                &target,
+                "--bind",
+                &bind,
+                "--scenario",
+                topo.scenario().name,
+                "--path",
+                &path,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start probe");
+    let mut child = Started(child);
+    let deadline = Instant::now() + PROBE_TIME;
+    loop {
+        match child.0.try_wait().expect("wait for probe") {
+            Some(_) => break,
+            None if Instant::now() >= deadline => {
+                panic!("linkemu probe on path {k} still running after {PROBE_TIME:?}")
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    // Exited: take its output (the pipes are at EOF now that the process is gone).
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    if let Some(mut s) = child.0.stdout.take() {
+        let _ = s.read_to_end(&mut out);
+    }
+    if let Some(mut s) = child.0.stderr.take() {
+        let _ = s.read_to_end(&mut err);
+    }
+    Output {
+        status: child.0.wait().expect("reap probe"),
+        stdout: out,
+        stderr: err,
+    }
+}
+
+fn netns_list() -> String {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The namespace tests take turns: each one saturates its links, and CI has two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[test]
+fn pb_high_between_namespaces_meets_its_configuration() {
+    check_scenario("pb-high");
+}
+
+#[test]
+fn pb_high_lossy_between_namespaces_meets_its_configuration() {
+    check_scenario("pb-high-lossy");
+}
+
+/// Brings `name` up between two namespaces, checks every path with `linkemu probe`, and
+/// checks that teardown leaves no namespace behind.
+fn check_scenario(name: &str) {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: needs root and network namespaces ({why})");
+        return;
+    }
+    let started = Instant::now();
+    let scenario = Scenario::by_name(name).expect("scenario preset");
+    let topo = Topology::up(scenario).expect("topology up");
+    let names = [topo.client_ns().to_owned(), topo.server_ns().to_owned()];
+    let listed = netns_list();
+    for name in &names {
+        assert!(listed.contains(name.as_str()), "{name} not in {listed}");
+    }
+
+    let mut failures = Vec::new();
+    for k in 0..scenario.paths.len() {
+        let server = probe_server(&topo, k);
+        let out = probe(&topo, k);
+        drop(server);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{name} path {k}:\n{stdout}{stderr}");
+        if !out.status.success() {
+            failures.push(format!("path {k}: {}\n{stdout}{stderr}", out.status));
+        }
+    }
+    for (k, s) in topo.stats().iter().enumerate() {
+        eprintln!("path {k} shuttle counters: {s:?}");
+    }
+
+    drop(topo);
+    let listed = netns_list();
+    for name in &names {
+        let left = listed
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name));
+        assert!(!left, "{name} still listed after drop:\n{listed}");
+    }
+    eprintln!("{name} took {:?}", started.elapsed());
+    assert!(
+        failures.is_empty(),
+        "checks failed:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// `up` failing half way (the server namespace's name is taken, after the client namespace
+/// was created) names the failed command and removes what it had created.
+#[test]
+fn failed_up_removes_what_it_created() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: needs root and network namespaces ({why})");
+        return;
+    }
+    // Topologies are numbered per process; take the server name of the next few, whatever
+    // the other tests have used.
+    let pid = std::process::id();
+    let taken: Vec<String> = (0..16).map(|n| format!("mq{pid}x{n}s")).collect();
+    let mut ours = Vec::new();
+    for name in &taken {
+        let ok = Command::new("ip")
+            .args(["netns", "add", name])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            ours.push(name.clone());
+        }
+    }
+    let scenario = Scenario::by_name("pb-high").expect("pb-high preset");
+    let result = Topology::up(scenario);
+    let listed = netns_list();
+    for name in &ours {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+    }
+    let err = result.expect_err("up must fail when its server namespace exists");
+    let msg = err.to_string();
+    assert!(msg.contains("ip netns add mq"), "{msg}");
+    assert!(msg.contains("File exists"), "{msg}");
+    let left: Vec<_> = listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("mq{pid}x")) && n.ends_with('c'))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
