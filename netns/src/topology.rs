@@ -290,6 +290,88 @@ fn shuttle_in(shared: &Shared, dir: &Direction, dev: &TunDevice) {
     }
 }
 
+/// The pid a testbed namespace name belongs to: `mq<pid>x<n>c` or `mq<pid>x<n>s` gives
+/// `<pid>`; any other name gives `None`.
+pub fn namespace_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("mq")?;
+    let (pid, rest) = rest.split_once('x')?;
+    let n = rest.strip_suffix('c').or_else(|| rest.strip_suffix('s'))?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if digits(pid) && digits(n) {
+        pid.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Whether process `pid` is running (a zombie, exited but not yet reaped, counts as dead).
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Every network namespace, as `ip netns list` names them.
+///
+/// # Errors
+/// [`NetnsError::Io`] when `ip netns list` cannot run or fails.
+pub fn namespaces() -> Result<Vec<String>, NetnsError> {
+    let output = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map_err(|source| NetnsError::Io {
+            context: "cannot run `ip netns list`".to_owned(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(NetnsError::Io {
+            context: format!("`ip netns list` failed ({})", output.status),
+            source: io::Error::other(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+        });
+    }
+    // Lines are `name` or `name (id: 3)`.
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect())
+}
+
+/// The testbed namespaces (`mq<pid>x<n>c`, `mq<pid>x<n>s`) whose owner process is gone: the
+/// leftovers of a testbed whose owner was killed before it could tear down (a namespace
+/// outlives its processes; the TUN devices die with their owner).
+///
+/// # Errors
+/// [`NetnsError::Io`] when `ip netns list` cannot run or fails.
+pub fn stale_namespaces() -> Result<Vec<String>, NetnsError> {
+    Ok(namespaces()?
+        .into_iter()
+        .filter(|name| namespace_owner(name).is_some_and(|pid| !pid_alive(pid)))
+        .collect())
+}
+
+/// Deletes the stale testbed namespaces ([`stale_namespaces`]) and returns their names.
+///
+/// # Errors
+/// The first `ip netns del` that failed (the others are still attempted).
+pub fn remove_stale_namespaces() -> Result<Vec<String>, NetnsError> {
+    let mut removed = Vec::new();
+    let mut first_error = None;
+    for ns in stale_namespaces()? {
+        match ip(&["netns", "del", &ns]) {
+            Ok(()) => removed.push(ns),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(removed), Err)
+}
+
 /// Runs `ip args...`; a failure names the command and carries its stderr.
 fn ip(args: &[&str]) -> Result<(), NetnsError> {
     let shown = format!("ip {}", args.join(" "));
@@ -322,6 +404,22 @@ mod tests {
     fn addresses_per_path() {
         assert_eq!(client_addr(0), Ipv4Addr::new(10, 1, 0, 1));
         assert_eq!(server_addr(1), Ipv4Addr::new(10, 2, 0, 2));
+    }
+
+    #[test]
+    fn namespace_owners() {
+        assert_eq!(namespace_owner("mq123x0c"), Some(123));
+        assert_eq!(namespace_owner("mq123x10s"), Some(123));
+        assert_eq!(namespace_owner("mq123x0c1"), None);
+        assert_eq!(namespace_owner("mq123avail0"), None);
+        assert_eq!(namespace_owner("mqx0c"), None);
+        assert_eq!(namespace_owner("other"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive() {
+        assert!(pid_alive(std::process::id()));
+        assert!(!pid_alive(u32::MAX));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - `cargo xtask ci`: the checks, in order, stopping at the first failure: `cargo fmt --all --
 //!   --check`, `cargo clippy --workspace --all-targets -- -D warnings`,
 //!   `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`, `cargo test --workspace`.
+//! - `cargo xtask testbed up|down|exec|check`: the namespace testbed (see `testbed.rs`).
 
 // A command-line tool: its output is stdout.
 #![allow(clippy::print_stdout)]
@@ -20,12 +21,14 @@ mod runs;
 mod sim;
 mod stats;
 mod table;
+mod testbed;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use crate::sim::SimArgs;
+use crate::testbed::TestbedArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,6 +48,8 @@ enum Command {
     Sim(SimArgs),
     /// Runs the checks in order (fmt, clippy, doc, test) and stops at the first failure.
     Ci,
+    /// The namespace testbed: `up`, `down`, `exec client|server -- CMD`, `check`.
+    Testbed(TestbedArgs),
 }
 
 /// A failure, with the exit code it maps to.
@@ -54,13 +59,15 @@ enum Failure {
     Usage(String),
     /// A check of `cargo xtask ci` failed: exit code 1.
     Ci(String),
+    /// The testbed could not do what was asked (not root, already up, I/O): exit code 1.
+    Testbed(String),
 }
 
 impl Failure {
     fn exit_code(&self) -> ExitCode {
         match self {
             Self::Usage(_) => ExitCode::from(2),
-            Self::Ci(_) => ExitCode::FAILURE,
+            Self::Ci(_) | Self::Testbed(_) => ExitCode::FAILURE,
         }
     }
 }
@@ -68,7 +75,9 @@ impl Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Usage(message) | Self::Ci(message) => f.write_str(message),
+            Self::Usage(message) | Self::Ci(message) | Self::Testbed(message) => {
+                f.write_str(message)
+            }
         }
     }
 }
@@ -78,6 +87,10 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Sim(args) => sim::sim(&args),
         Command::Ci => ci::run().map_err(Failure::Ci),
+        Command::Testbed(args) => match testbed::run(&args) {
+            Ok(code) => return code,
+            Err(failure) => Err(failure),
+        },
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,555 @@
+//! `cargo xtask testbed up|down|exec|check`: the namespace testbed of `mpquic-netns` from the
+//! command line.
+//!
+//! - `up --scenario NAME [--paths N] [--seconds S]` (root): brings the topology up, prints its
+//!   namespaces and addresses, writes the state file (`target/testbed/current.json`, or
+//!   `$MPQUIC_TESTBED_STATE`) and forwards packets in the foreground until the state file is
+//!   removed (that is what `down` does), `--seconds` have passed, or it is killed. On a normal
+//!   stop it tears everything down and removes the state file; after a kill (Ctrl-C, `kill -9`)
+//!   the namespaces outlive it, and `down` removes them.
+//! - `down`: removes the state file, waits (up to 5 s) for the running `up` to tear down, then
+//!   deletes every testbed namespace whose owner process is gone. It kills nothing.
+//! - `exec client|server -- CMD...`: runs CMD in that namespace of the running testbed.
+//! - `check --scenario NAME [--mode netns|loopback]`: measures every path (RTT, goodput and
+//!   loss per direction) against its configuration; exit code 1 when a check fails.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand, ValueEnum};
+use mpquic_netns::loopback::LoopbackTestbed;
+use mpquic_netns::topology::{
+    client_addr, pid_alive, remove_stale_namespaces, server_addr, Side, Topology,
+};
+use mpquic_sched::sim::Scenario;
+
+use crate::Failure;
+
+/// Overrides the state file's location (the tests use their own).
+pub const STATE_ENV: &str = "MPQUIC_TESTBED_STATE";
+/// How often `up` looks for the stop request.
+const POLL: Duration = Duration::from_millis(200);
+/// How long `down` waits for a running `up` to tear down.
+const DOWN_WAIT: Duration = Duration::from_secs(5);
+/// The probe servers' port (each path has its own address in the server namespace).
+const PROBE_PORT: u16 = 5201;
+/// Longest a probe server may take to say it is listening.
+const SERVER_READY: Duration = Duration::from_secs(10);
+/// Longest one `linkemu probe` (one path, both directions) may run.
+const PROBE_TIME: Duration = Duration::from_secs(60);
+
+/// The options of `cargo xtask testbed`.
+#[derive(Debug, Args)]
+pub struct TestbedArgs {
+    #[command(subcommand)]
+    command: TestbedCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum TestbedCommand {
+    /// Brings a scenario up between two namespaces and forwards packets until `testbed down`
+    /// (root).
+    Up {
+        /// Scenario preset, e.g. pb-high.
+        #[arg(long)]
+        scenario: String,
+        /// Use only the scenario's first N paths.
+        #[arg(long)]
+        paths: Option<usize>,
+        /// Stop by itself after this many seconds.
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
+    /// Stops the running testbed and removes what killed ones left behind.
+    Down,
+    /// Runs a command in the client or server namespace of the running testbed.
+    Exec {
+        /// Which namespace.
+        side: SideArg,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Measures every path of a scenario against its configuration and prints both.
+    Check {
+        /// Scenario preset, e.g. pb-high.
+        #[arg(long)]
+        scenario: String,
+        /// Use only the scenario's first N paths.
+        #[arg(long)]
+        paths: Option<usize>,
+        /// netns (root: two namespaces, real kernels) or loopback (UDP relay, no root).
+        #[arg(long, value_enum, default_value_t = Mode::Netns)]
+        mode: Mode,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum SideArg {
+    Client,
+    Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    Netns,
+    Loopback,
+}
+
+/// Runs the command; `Ok` carries the exit code (`exec` passes its command's on).
+pub fn run(args: &TestbedArgs) -> Result<ExitCode, Failure> {
+    match &args.command {
+        TestbedCommand::Up {
+            scenario,
+            paths,
+            seconds,
+        } => up(scenario_of(scenario, *paths)?, *seconds).map(|()| ExitCode::SUCCESS),
+        TestbedCommand::Down => down().map(|()| ExitCode::SUCCESS),
+        TestbedCommand::Exec { side, command } => exec(*side, command),
+        TestbedCommand::Check {
+            scenario,
+            paths,
+            mode,
+        } => check(scenario_of(scenario, *paths)?, *mode),
+    }
+}
+
+/// The preset `name`, cut to its first `paths` paths.
+fn scenario_of(name: &str, paths: Option<usize>) -> Result<&'static Scenario, Failure> {
+    let scenario = Scenario::by_name(name).map_err(|e| Failure::Usage(e.to_string()))?;
+    match paths {
+        None => Ok(scenario),
+        Some(n) if n == scenario.paths.len() => Ok(scenario),
+        Some(n) if (1..scenario.paths.len()).contains(&n) => {
+            // One small struct per command; the paths are the preset's own.
+            Ok(Box::leak(Box::new(Scenario {
+                paths: &scenario.paths[..n],
+                ..*scenario
+            })))
+        }
+        Some(n) => Err(Failure::Usage(format!(
+            "--paths {n}: {} has {} paths, so 1 to {}",
+            scenario.name,
+            scenario.paths.len(),
+            scenario.paths.len()
+        ))),
+    }
+}
+
+/// Where the running testbed is described.
+fn state_path() -> PathBuf {
+    if let Some(path) = std::env::var_os(STATE_ENV) {
+        return PathBuf::from(path);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or_else(|| Path::new("."));
+    workspace
+        .join("target")
+        .join("testbed")
+        .join("current.json")
+}
+
+/// What the state file holds.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct State {
+    scenario: String,
+    pid: u32,
+    client_ns: String,
+    server_ns: String,
+    paths: Vec<(String, String)>,
+}
+
+fn read_state(path: &Path) -> Result<Option<State>, Failure> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+            Failure::Testbed(format!(
+                "state file {} is not a testbed description ({e}); remove it by hand",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Failure::Testbed(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Why the namespace testbed cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        });
+    if uid.as_deref() != Some("0") {
+        return Some(format!(
+            "the namespace testbed needs root (effective uid is {}); run it as root, or use \
+             `cargo xtask testbed check --mode loopback`",
+            uid.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("the namespace testbed needs TUN devices, and /dev/net/tun is missing".into());
+    }
+    match Process::new("ip").args(["netns", "list"]).output() {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "network namespaces are not available: `ip netns list` failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!(
+            "network namespaces are not available: cannot run `ip` ({e})"
+        )),
+    }
+}
+
+fn require_netns() -> Result<(), Failure> {
+    unavailable().map_or(Ok(()), |why| Err(Failure::Testbed(why)))
+}
+
+fn netns_error(e: mpquic_netns::error::NetnsError) -> Failure {
+    Failure::Testbed(e.to_string())
+}
+
+/// Prints the topology: namespaces and per-path addresses.
+fn describe(topo: &Topology) -> Vec<(String, String)> {
+    println!("{}", topo.scenario());
+    println!("client namespace {}", topo.client_ns());
+    println!("server namespace {}", topo.server_ns());
+    (0..topo.scenario().paths.len())
+        .map(|k| {
+            let (c, s) = (client_addr(k).to_string(), server_addr(k).to_string());
+            println!("path {k}: client {c} <-> server {s}");
+            (c, s)
+        })
+        .collect()
+}
+
+fn up(scenario: &'static Scenario, seconds: Option<u64>) -> Result<(), Failure> {
+    require_netns()?;
+    let path = state_path();
+    if let Some(state) = read_state(&path)? {
+        if state.pid != std::process::id() && pid_alive(state.pid) {
+            return Err(Failure::Testbed(format!(
+                "a testbed is already up ({}, pid {}, namespaces {} and {}); stop it with \
+                 `cargo xtask testbed down`",
+                state.scenario, state.pid, state.client_ns, state.server_ns
+            )));
+        }
+        eprintln!(
+            "note: replacing the state file of pid {}, which is gone (`testbed down` removes \
+             its namespaces)",
+            state.pid
+        );
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Testbed(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    // From here a failure drops `topo`, which tears it down.
+    let topo = Topology::up(scenario).map_err(netns_error)?;
+    let paths = describe(&topo);
+    let state = State {
+        scenario: scenario.name.to_owned(),
+        pid: std::process::id(),
+        client_ns: topo.client_ns().to_owned(),
+        server_ns: topo.server_ns().to_owned(),
+        paths,
+    };
+    let text = serde_json::to_string_pretty(&state)
+        .map_err(|e| Failure::Testbed(format!("cannot write the state file: {e}")))?;
+    // Written whole under a temporary name and renamed, so readers never see half of it.
+    let tmp = path.with_extension(format!("json.{}", std::process::id()));
+    std::fs::write(&tmp, text + "\n")
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Failure::Testbed(format!("cannot write {}: {e}", path.display()))
+        })?;
+    println!("state file {}", path.display());
+    println!("forwarding; stop with `cargo xtask testbed down`");
+
+    let until = seconds.map(|s| Instant::now() + Duration::from_secs(s));
+    loop {
+        std::thread::sleep(POLL);
+        let ours = matches!(read_state(&path), Ok(Some(s)) if s.pid == state.pid);
+        if !ours {
+            println!("stop requested");
+            break;
+        }
+        if until.is_some_and(|t| Instant::now() >= t) {
+            break;
+        }
+    }
+    for (k, s) in topo.stats().iter().enumerate() {
+        let (u, d) = (&s.uplink, &s.downlink);
+        println!(
+            "path {k}: uplink {} of {} packets forwarded, downlink {} of {}",
+            u.forwarded, u.received, d.forwarded, d.received
+        );
+    }
+    let outcome = topo.down().map_err(netns_error);
+    // Only our own state file: `down` may already have removed it, or another `up` replaced it.
+    if matches!(read_state(&path), Ok(Some(s)) if s.pid == state.pid) {
+        let _ = std::fs::remove_file(&path);
+    }
+    outcome?;
+    println!("down: {} and {} removed", state.client_ns, state.server_ns);
+    Ok(())
+}
+
+fn down() -> Result<(), Failure> {
+    require_netns()?;
+    let path = state_path();
+    match read_state(&path) {
+        Ok(Some(state)) => {
+            std::fs::remove_file(&path)
+                .map_err(|e| Failure::Testbed(format!("cannot remove {}: {e}", path.display())))?;
+            println!("removed {}", path.display());
+            if pid_alive(state.pid) {
+                println!("waiting for the testbed of pid {} to stop", state.pid);
+                let deadline = Instant::now() + DOWN_WAIT;
+                while pid_alive(state.pid) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if pid_alive(state.pid) {
+                    return Err(Failure::Testbed(format!(
+                        "the testbed of pid {} did not stop within {DOWN_WAIT:?}; it still \
+                         owns {} and {}",
+                        state.pid, state.client_ns, state.server_ns
+                    )));
+                }
+                println!("pid {} stopped and tore its testbed down", state.pid);
+            }
+        }
+        Ok(None) => println!("no testbed is up ({} does not exist)", path.display()),
+        Err(e) => {
+            // Unreadable: remove it anyway, it describes nothing we can stop.
+            eprintln!("warning: {e}; removing it");
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    let removed = remove_stale_namespaces().map_err(netns_error)?;
+    if removed.is_empty() {
+        println!("no stale namespaces");
+    }
+    for ns in removed {
+        println!("removed stale namespace {ns}");
+    }
+    Ok(())
+}
+
+fn exec(side: SideArg, command: &[String]) -> Result<ExitCode, Failure> {
+    let path = state_path();
+    let state = match read_state(&path)? {
+        Some(state) if pid_alive(state.pid) => state,
+        _ => {
+            return Err(Failure::Testbed(format!(
+                "no testbed is up ({} is missing or its pid is gone); start one with \
+                 `cargo xtask testbed up --scenario NAME`",
+                path.display()
+            )))
+        }
+    };
+    let ns = match side {
+        SideArg::Client => &state.client_ns,
+        SideArg::Server => &state.server_ns,
+    };
+    let status = Process::new("ip")
+        .args(["netns", "exec", ns])
+        .args(command)
+        .status()
+        .map_err(|e| Failure::Testbed(format!("cannot run `ip netns exec {ns}`: {e}")))?;
+    Ok(match status.code() {
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        // Killed by a signal: the shell's convention would be 128 + signal; 1 is enough here.
+        None => ExitCode::FAILURE,
+    })
+}
+
+fn check(scenario: &'static Scenario, mode: Mode) -> Result<ExitCode, Failure> {
+    let failed = match mode {
+        Mode::Loopback => check_loopback(scenario)?,
+        Mode::Netns => check_netns(scenario)?,
+    };
+    if failed == 0 {
+        println!("all checks passed");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{failed} failure(s)");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn check_loopback(scenario: &'static Scenario) -> Result<usize, Failure> {
+    let testbed = LoopbackTestbed::start(scenario).map_err(netns_error)?;
+    println!("{scenario} (loopback relay)");
+    let mut failed = 0;
+    for (k, check) in testbed.check().map_err(netns_error)?.iter().enumerate() {
+        let target = testbed.relay().local_addrs()[k];
+        println!("path {k} (relay {target}):");
+        println!("{}", check.to_string().trim_end());
+        failed += check.failures().len();
+    }
+    Ok(failed)
+}
+
+/// Builds `linkemu` in xtask's own profile and returns its path.
+fn linkemu() -> Result<PathBuf, Failure> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Process::new(&cargo);
+    build.args(["build", "-q", "-p", "mpquic-netns", "--bin", "linkemu"]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let status = build
+        .status()
+        .map_err(|e| Failure::Testbed(format!("cannot run cargo to build linkemu: {e}")))?;
+    if !status.success() {
+        return Err(Failure::Testbed(format!(
+            "building linkemu failed ({status})"
+        )));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Testbed(format!("cannot locate xtask's own binary: {e}")))?;
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.pop();
+    }
+    let linkemu = dir.join("linkemu");
+    if linkemu.is_file() {
+        Ok(linkemu)
+    } else {
+        Err(Failure::Testbed(format!(
+            "linkemu was built but is not at {}",
+            linkemu.display()
+        )))
+    }
+}
+
+/// A child process this command started; killed (by its pid) and reaped when dropped.
+struct Started(Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `linkemu probe-server` on path `k` in the server namespace and waits until it
+/// listens.
+fn probe_server(topo: &Topology, linkemu: &Path, k: usize) -> Result<Started, Failure> {
+    let bind = format!("{}:{PROBE_PORT}", server_addr(k));
+    let mut command = topo.exec(Side::Server, [linkemu.as_os_str()]);
+    command.args(["probe-server", "--bind", &bind]);
+    let mut child = Started(
+        command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Failure::Testbed(format!("cannot start the probe server: {e}")))?,
+    );
+    let stdout = child.0.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(SERVER_READY) {
+        Ok(line) if line.starts_with("probe server on") => Ok(child),
+        other => {
+            let _ = child.0.kill();
+            let _ = child.0.wait();
+            let mut stderr = String::new();
+            if let Some(mut e) = child.0.stderr.take() {
+                let _ = e.read_to_string(&mut stderr);
+            }
+            Err(Failure::Testbed(format!(
+                "probe server on {bind} did not start ({other:?}): {}",
+                stderr.trim()
+            )))
+        }
+    }
+}
+
+/// Runs `linkemu probe` for path `k` from the client namespace, printing its output; returns
+/// whether it passed.
+fn probe(topo: &Topology, linkemu: &Path, k: usize) -> Result<bool, Failure> {
+    let target = format!("{}:{PROBE_PORT}", server_addr(k));
+    let bind = format!("{}:0", client_addr(k));
+    let path = k.to_string();
+    let mut command = topo.exec(Side::Client, [linkemu.as_os_str()]);
+    command.args([
+        "probe",
+        "--target",
+        &target,
+        "--bind",
+        &bind,
+        "--scenario",
+        topo.scenario().name,
+        "--path",
+        &path,
+    ]);
+    // Its output goes straight to ours: the per-direction lines are the report.
+    let mut child = Started(
+        command
+            .spawn()
+            .map_err(|e| Failure::Testbed(format!("cannot start the probe: {e}")))?,
+    );
+    let deadline = Instant::now() + PROBE_TIME;
+    loop {
+        match child.0.try_wait() {
+            Ok(Some(status)) => return Ok(status.success()),
+            Ok(None) if Instant::now() >= deadline => {
+                return Err(Failure::Testbed(format!(
+                    "linkemu probe on path {k} still running after {PROBE_TIME:?}"
+                )))
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(Failure::Testbed(format!("waiting for the probe: {e}"))),
+        }
+    }
+}
+
+fn check_netns(scenario: &'static Scenario) -> Result<usize, Failure> {
+    require_netns()?;
+    let linkemu = linkemu()?;
+    let topo = Topology::up(scenario).map_err(netns_error)?;
+    describe(&topo);
+    let mut failed = 0;
+    for k in 0..scenario.paths.len() {
+        let server = probe_server(&topo, &linkemu, k)?;
+        let passed = probe(&topo, &linkemu, k)?;
+        drop(server);
+        if !passed {
+            failed += 1;
+        }
+    }
+    topo.down().map_err(netns_error)?;
+    Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_cut_the_preset() {
+        let s = scenario_of("pb-high", Some(1)).unwrap();
+        assert_eq!(s.paths.len(), 1);
+        assert_eq!(s.name, "pb-high");
+        assert!(scenario_of("pb-high", Some(0)).is_err());
+        assert!(scenario_of("pb-high", Some(3)).is_err());
+        let e = scenario_of("nope", None).err().unwrap().to_string();
+        assert!(e.contains("pb-high"), "{e}");
+    }
+}

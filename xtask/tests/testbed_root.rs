@@ -1,0 +1,187 @@
+//! `cargo xtask testbed up|down` against a killed owner (needs root): start `up`, `kill -9` it,
+//! see its namespaces outlive it, start `up` again (it must succeed), stop that one with `down`,
+//! and check that no namespace of either is left. Without root or network namespaces it says so
+//! on stderr and passes.
+
+// The skip notice is for the person reading the test output.
+#![allow(clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+const STATE_ENV: &str = "MPQUIC_TESTBED_STATE";
+/// Longest `up` may take to write its state file.
+const UP_TIME: Duration = Duration::from_secs(15);
+
+/// Why the testbed cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        });
+    if uid.as_deref() != Some("0") {
+        return Some(format!("effective uid is {uid:?}, not 0"));
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing".into());
+    }
+    match Command::new("ip").args(["netns", "list"]).output() {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "`ip netns list` failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("cannot run ip: {e}")),
+    }
+}
+
+fn netns_list() -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+/// The namespaces of the testbeds process `pid` owns (`mq<pid>x...`).
+fn owned_by(pid: u32) -> Vec<String> {
+    let prefix = format!("mq{pid}x");
+    netns_list()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// Everything this test started: the `up` children (killed by pid and reaped), their
+/// namespaces (deleted), and the state file's directory, whatever happens.
+struct Cleanup {
+    dir: PathBuf,
+    children: Vec<Child>,
+    pids: Vec<u32>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for &pid in &self.pids {
+            for ns in owned_by(pid) {
+                let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Cleanup {
+    fn xtask(&self) -> Command {
+        let mut command = Command::new(XTASK);
+        command.env(STATE_ENV, self.dir.join("current.json"));
+        command
+    }
+
+    /// Starts `testbed up --scenario pb-high` and waits for its state file; returns its index.
+    fn up(&mut self) -> usize {
+        let child = self
+            .xtask()
+            .args(["testbed", "up", "--scenario", "pb-high", "--seconds", "50"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start testbed up");
+        let pid = child.id();
+        self.pids.push(pid);
+        self.children.push(child);
+        let state = self.dir.join("current.json");
+        let deadline = Instant::now() + UP_TIME;
+        loop {
+            let text = std::fs::read_to_string(&state).unwrap_or_default();
+            if text.contains(&format!("\"pid\": {pid}")) {
+                return self.children.len() - 1;
+            }
+            let exited = self.children.last_mut().and_then(|c| c.try_wait().ok()?);
+            assert!(exited.is_none(), "testbed up exited early: {exited:?}");
+            assert!(
+                Instant::now() < deadline,
+                "no state file of pid {pid} after {UP_TIME:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn down(&self) -> Output {
+        let out = self
+            .xtask()
+            .args(["testbed", "down"])
+            .output()
+            .expect("run testbed down");
+        assert!(
+            out.status.success(),
+            "testbed down failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+}
+
+#[test]
+fn down_cleans_up_after_a_killed_up() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: needs root and network namespaces ({why})");
+        return;
+    }
+    let started = Instant::now();
+    let mut cleanup = Cleanup {
+        dir: std::env::temp_dir().join(format!("mq-testbed-test-{}", std::process::id())),
+        children: Vec::new(),
+        pids: Vec::new(),
+    };
+    let _ = std::fs::remove_dir_all(&cleanup.dir);
+
+    // The first owner dies without tearing down: its namespaces stay.
+    let first = cleanup.up();
+    let first_pid = cleanup.children[first].id();
+    cleanup.children[first].kill().expect("kill -9 testbed up");
+    cleanup.children[first].wait().expect("reap testbed up");
+    let mut left = owned_by(first_pid);
+    left.sort();
+    assert_eq!(
+        left,
+        [format!("mq{first_pid}x0c"), format!("mq{first_pid}x0s")],
+        "namespaces of the killed up"
+    );
+
+    // A new `up` is not blocked by the dead one's state file.
+    let second = cleanup.up();
+    let second_pid = cleanup.children[second].id();
+    assert_eq!(owned_by(second_pid).len(), 2);
+
+    // `down` stops the running one and removes the dead one's leftovers.
+    let out = cleanup.down();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("removed stale namespace mq{first_pid}x0c")),
+        "{stdout}"
+    );
+    let status = cleanup.children[second].wait().expect("reap the second up");
+    assert!(status.success(), "second up exited with {status}");
+    assert!(!cleanup.dir.join("current.json").exists());
+    assert_eq!(owned_by(first_pid), Vec::<String>::new());
+    assert_eq!(owned_by(second_pid), Vec::<String>::new());
+
+    // A second `down` has nothing to do and says so.
+    let out = cleanup.down();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no testbed is up"));
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
