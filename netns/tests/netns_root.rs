@@ -68,34 +68,93 @@ impl Drop for Started {
     }
 }
 
-/// Starts `linkemu probe-server` on path `k` in the server namespace and waits until it
-/// listens.
-fn probe_server(topo: &Topology, k: usize) -> Started {
-    let bind = format!("{}:{PROBE_PORT}", server_addr(k));
+/// Starts `linkemu ARGS` on `side` and waits until its first line of stdout starts with
+/// `ready`; its further lines go to the returned channel.
+fn start_ready(
+    topo: &Topology,
+    side: Side,
+    args: &[&str],
+    ready: &str,
+) -> (Started, mpsc::Receiver<String>) {
     let mut child = Started(
-        topo.exec(Side::Server, [LINKEMU, "probe-server", "--bind", &bind])
+        topo.exec(side, std::iter::once(LINKEMU).chain(args.iter().copied()))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start probe server"),
+            .unwrap_or_else(|e| panic!("start linkemu {args:?}: {e}")),
     );
     let stdout = child.0.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
+    // Reads to the end, so the child never writes to a closed pipe.
     std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
     });
     match rx.recv_timeout(SERVER_READY) {
-        Ok(line) if line.starts_with("probe server on") => child,
+        Ok(line) if line.starts_with(ready) => (child, rx),
         other => {
             let mut stderr = String::new();
             let _ = child.0.kill();
             if let Some(mut e) = child.0.stderr.take() {
                 let _ = e.read_to_string(&mut stderr);
             }
-            panic!("probe server on {bind} did not start: {other:?}; stderr: {stderr}");
+            panic!("linkemu {args:?} did not start: {other:?}; stderr: {stderr}");
         }
+    }
+}
+
+/// Starts `linkemu probe-server` on path `k` in the server namespace and waits until it
+/// listens.
+fn probe_server(topo: &Topology, k: usize) -> Started {
+    let bind = format!("{}:{PROBE_PORT}", server_addr(k));
+    start_ready(
+        topo,
+        Side::Server,
+        &["probe-server", "--bind", &bind],
+        "probe server on",
+    )
+    .0
+}
+
+/// Runs `linkemu ARGS` on `side` to its end, killing it (and failing) after `limit`.
+fn run_bounded(topo: &Topology, side: Side, args: &[&str], limit: Duration) -> Output {
+    let child = topo
+        .exec(side, std::iter::once(LINKEMU).chain(args.iter().copied()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start linkemu {args:?}: {e}"));
+    let mut child = Started(child);
+    // Drain the pipes while it runs, so a chatty child cannot block on a full one.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.0.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.0.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.0.try_wait().expect("wait for linkemu") {
+            Some(status) => break status,
+            None if Instant::now() >= deadline => {
+                panic!("linkemu {args:?} still running after {limit:?}")
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
 }
 
@@ -105,51 +164,22 @@ fn probe(topo: &Topology, k: usize) -> Output {
     let target = format!("{}:{PROBE_PORT}", server_addr(k));
     let bind = format!("{}:0", client_addr(k));
     let path = k.to_string();
-    let child = topo
-        .exec(
-            Side::Client,
-            [
-                LINKEMU,
-                "probe",
-                "--target",
-                &target,
-                "--bind",
-                &bind,
-                "--scenario",
-                topo.scenario().name,
-                "--path",
-                &path,
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start probe");
-    let mut child = Started(child);
-    let deadline = Instant::now() + PROBE_TIME;
-    loop {
-        match child.0.try_wait().expect("wait for probe") {
-            Some(_) => break,
-            None if Instant::now() >= deadline => {
-                panic!("linkemu probe on path {k} still running after {PROBE_TIME:?}")
-            }
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-    // Exited: take its output (the pipes are at EOF now that the process is gone).
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    if let Some(mut s) = child.0.stdout.take() {
-        let _ = s.read_to_end(&mut out);
-    }
-    if let Some(mut s) = child.0.stderr.take() {
-        let _ = s.read_to_end(&mut err);
-    }
-    Output {
-        status: child.0.wait().expect("reap probe"),
-        stdout: out,
-        stderr: err,
-    }
+    run_bounded(
+        topo,
+        Side::Client,
+        &[
+            "probe",
+            "--target",
+            &target,
+            "--bind",
+            &bind,
+            "--scenario",
+            topo.scenario().name,
+            "--path",
+            &path,
+        ],
+        PROBE_TIME,
+    )
 }
 
 fn netns_list() -> String {
@@ -261,4 +291,81 @@ fn failed_up_removes_what_it_created() {
         .filter(|n| n.starts_with(&format!("mq{pid}x")) && n.ends_with('c'))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// How long `linkemu tcp-send` sends: its first second (slow start) is left out of the
+/// goodput, the rest is the measurement.
+const TCP_SECONDS: u64 = 6;
+/// TCP goodput bar, as a share of the configured rate (the rate counts IP bytes, so the
+/// headers alone cost about 3.5% of it).
+const TCP_BAR: f64 = 0.9;
+
+/// One TCP flow (`linkemu tcp-send` in the client namespace to `linkemu tcp-sink` in the
+/// server namespace) per path of pb-high; its goodput as measured by the receiver after the
+/// first second must reach 90% of the configured rate.
+#[test]
+fn tcp_flow_reaches_90_percent_of_the_configured_rate() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: needs root and network namespaces ({why})");
+        return;
+    }
+    let started = Instant::now();
+    let scenario = Scenario::by_name("pb-high").expect("pb-high preset");
+    let topo = Topology::up(scenario).expect("topology up");
+    let mut failures = Vec::new();
+    for (k, spec) in scenario.paths.iter().enumerate() {
+        let target = format!("{}:{PROBE_PORT}", server_addr(k));
+        let (sink, _lines) = start_ready(
+            &topo,
+            Side::Server,
+            &["tcp-sink", "--bind", &target, "--connections", "1"],
+            "tcp sink on",
+        );
+        let seconds = TCP_SECONDS.to_string();
+        let out = run_bounded(
+            &topo,
+            Side::Client,
+            &["tcp-send", "--target", &target, "--seconds", &seconds],
+            // Sending, then the queue draining, with room for a loaded machine.
+            Duration::from_secs(TCP_SECONDS + 20),
+        );
+        drop(sink);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "tcp-send on path {k}: {}\n{stdout}{stderr}",
+            out.status
+        );
+        let goodput: f64 = stdout
+            .lines()
+            .filter(|l| l.starts_with("sink:"))
+            .flat_map(str::split_whitespace)
+            .find_map(|w| w.strip_prefix("goodput_bps="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no goodput from the sink on path {k}:\n{stdout}{stderr}"));
+        let rate = spec.rate_bps as f64;
+        eprintln!(
+            "pb-high path {k}: TCP goodput {:.3} Mbit/s = {:.1}% of {:.0} Mbit/s (bar {:.0}%)\n{stdout}",
+            goodput / 1e6,
+            goodput / rate * 100.0,
+            rate / 1e6,
+            TCP_BAR * 100.0
+        );
+        if goodput < TCP_BAR * rate {
+            failures.push(format!(
+                "path {k}: {:.3} Mbit/s < {:.0}% of {:.0} Mbit/s",
+                goodput / 1e6,
+                TCP_BAR * 100.0,
+                rate / 1e6
+            ));
+        }
+    }
+    for (k, s) in topo.stats().iter().enumerate() {
+        eprintln!("path {k} shuttle counters: {s:?}");
+    }
+    drop(topo);
+    eprintln!("tcp check took {:?}", started.elapsed());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

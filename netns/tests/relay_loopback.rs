@@ -1,6 +1,7 @@
 //! The loopback relay against what it was configured with, without root: the testbed's fidelity
-//! checks (RTT, UDP goodput, loss per path and direction) for the `pb-high` scenarios, plus the
-//! relay's own cost and its error and shutdown behaviour.
+//! checks (RTT, UDP goodput, loss per path and direction) for the `pb-high` scenarios, a timed
+//! "2s down" event on real datagrams, plus the relay's own cost and its error and shutdown
+//! behaviour.
 //!
 //! The measurements share two CPU cores with whatever else runs, so they take turns (one lock)
 //! instead of competing with each other for them.
@@ -10,6 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mpquic_netns::error::NetnsError;
+use mpquic_netns::events::TimedEvent;
 use mpquic_netns::link::LinkConfig;
 use mpquic_netns::loopback::LoopbackTestbed;
 use mpquic_netns::probe::{Direction, ProbeServer, Prober};
@@ -349,4 +351,141 @@ fn stop_and_drop_join_every_thread() {
     let relay = Relay::start(vec![path]).expect("relay");
     drop(relay);
     assert_eq!(relay_threads(), 0);
+}
+
+/// A path scheduled down at t = 2 s, measured on real datagrams: a steady stream (one small
+/// datagram every 5 ms for 3 s) through the relay's uplink to a receiver here. What was sent
+/// before 1.9 s arrives (the 0.1 s is room for a starved relay thread to read a datagram late),
+/// and nothing sent at or after 2 s does. Send times are on the relay's own clock
+/// ([`Relay::started`]), and the relay timestamps a datagram after it was sent, so the 2 s
+/// line needs no margin.
+#[test]
+fn a_path_scheduled_down_at_2s_drops_everything_from_then_on() {
+    let _turn = serial();
+    const PACE: Duration = Duration::from_millis(5);
+    const SEND_FOR: Duration = Duration::from_secs(3);
+    const DOWN_AT: Duration = Duration::from_secs(2);
+    const SURELY_BEFORE: Duration = Duration::from_millis(1900);
+    let receiver = UdpSocket::bind(any()).expect("receiver");
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("read timeout");
+    let mut uplink = LinkConfig::new(10_000_000, Duration::from_millis(5));
+    uplink.events = vec![TimedEvent::parse("2s down").expect("event")];
+    let relay = Relay::start(vec![RelayPath {
+        listen: any(),
+        server: receiver.local_addr().expect("receiver addr"),
+        uplink,
+        downlink: LinkConfig::new(10_000_000, Duration::from_millis(5)),
+    }])
+    .expect("relay");
+    let clock = relay.started();
+    let sender = UdpSocket::bind(any()).expect("sender");
+    sender.connect(relay.local_addrs()[0]).expect("connect");
+
+    let t = Instant::now();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (sent_at, arrived) = std::thread::scope(|s| {
+        let collector = s.spawn(|| {
+            let mut arrived = Vec::new();
+            let mut buf = [0u8; 64];
+            // Until a second (far beyond the 5 ms delay) after the sender is done.
+            let mut done_at = None::<Instant>;
+            loop {
+                match receiver.recv(&mut buf) {
+                    Ok(n) if n >= 4 => {
+                        arrived.push(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+                    }
+                    _ => {}
+                }
+                if done.load(std::sync::atomic::Ordering::Acquire) {
+                    let since = *done_at.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= Duration::from_secs(1) {
+                        break arrived;
+                    }
+                }
+            }
+        });
+        let mut sent_at = Vec::new();
+        let mut payload = [0u8; 64];
+        for seq in 0u32.. {
+            let due = PACE * seq;
+            if due >= SEND_FOR {
+                break;
+            }
+            if let Some(wait) = (clock + due).checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            payload[..4].copy_from_slice(&seq.to_be_bytes());
+            // Taken before the send: the relay can only see the datagram later.
+            let at = clock.elapsed();
+            sender.send(&payload).expect("send");
+            sent_at.push(at);
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+        (sent_at, collector.join().expect("receiver thread"))
+    });
+    let took = t.elapsed();
+
+    let arrived: std::collections::HashSet<u32> = arrived.into_iter().collect();
+    let got = |seq: usize| arrived.contains(&u32::try_from(seq).expect("seq"));
+    let early: Vec<usize> = (0..sent_at.len())
+        .filter(|&i| sent_at[i] < SURELY_BEFORE)
+        .collect();
+    let late: Vec<usize> = (0..sent_at.len())
+        .filter(|&i| sent_at[i] >= DOWN_AT)
+        .collect();
+    let between = sent_at.len() - early.len() - late.len();
+    let early_arrived = early.iter().filter(|&&i| got(i)).count();
+    let late_arrived: Vec<_> = late
+        .iter()
+        .filter(|&&i| got(i))
+        .map(|&i| (i, sent_at[i]))
+        .collect();
+    let between_arrived = (0..sent_at.len())
+        .filter(|&i| sent_at[i] >= SURELY_BEFORE && sent_at[i] < DOWN_AT && got(i))
+        .count();
+    let stats = relay.stats()[0].uplink;
+    eprintln!(
+        "sent {} datagrams over {:.3} s (test took {took:?}): before 1.9 s {} of {} arrived; \
+         1.9-2.0 s {between_arrived} of {between}; from 2.0 s {} of {} arrived; relay uplink: \
+         received {} forwarded {} dropped_down {}",
+        sent_at.len(),
+        sent_at.last().map_or(0.0, Duration::as_secs_f64),
+        early_arrived,
+        early.len(),
+        late_arrived.len(),
+        late.len(),
+        stats.received,
+        stats.forwarded,
+        stats.dropped_down,
+    );
+    // Nearly all: a loaded host may lose the odd datagram outside the link.
+    assert!(
+        early_arrived * 100 >= early.len() * 99,
+        "{early_arrived} of {} sent before 1.9 s arrived",
+        early.len()
+    );
+    assert!(
+        late_arrived.is_empty(),
+        "sent after the path went down, yet arrived: {late_arrived:?}"
+    );
+    // Cross-check against the link's own counters: every datagram sent from 2 s on was
+    // dropped as down, and none sent before 1.9 s was.
+    // (Less any the host lost before the relay read them.)
+    let lost_before_relay = u64::try_from(sent_at.len())
+        .expect("count")
+        .saturating_sub(stats.received);
+    let late_count = u64::try_from(late.len()).expect("count");
+    assert!(
+        stats.dropped_down >= late_count.saturating_sub(lost_before_relay),
+        "dropped_down {} < {late_count} sent after 2 s: {stats:?}",
+        stats.dropped_down
+    );
+    assert!(
+        stats.dropped_down <= u64::try_from(late.len() + between).expect("count"),
+        "dropped_down {} counts datagrams sent before 1.9 s: {stats:?}",
+        stats.dropped_down
+    );
+    assert_eq!(stats.dropped_queue + stats.dropped_loss, 0, "{stats:?}");
 }

@@ -7,12 +7,17 @@
 //! linkemu probe-server [--bind ADDR]                the far end of `probe` (default 127.0.0.1:0)
 //! linkemu probe --target ADDR --scenario NAME --path K [--bind ADDR]
 //!                                                   check one path against a probe server at ADDR
+//! linkemu tcp-sink --bind ADDR [--connections N]    receive TCP flows one at a time, discard the
+//!                                                   data, measure goodput (after the first second)
+//! linkemu tcp-send --target ADDR --seconds N        one TCP flow as fast as it goes for N seconds;
+//!                                                   prints the sink's measurement
 //! ```
 
 // A command-line tool: its output is stdout.
 #![allow(clippy::print_stdout)]
 
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -78,6 +83,27 @@ enum Command {
         #[arg(long)]
         bind: Option<SocketAddr>,
     },
+    /// Accepts TCP connections one at a time, reads and discards what they send, and reports
+    /// each one's goodput (measured after its first second, past slow start) on stdout and
+    /// back to the sender.
+    TcpSink {
+        /// Address to listen on.
+        #[arg(long)]
+        bind: SocketAddr,
+        /// Exit after this many connections (default: run until killed).
+        #[arg(long)]
+        connections: Option<u64>,
+    },
+    /// Sends one TCP flow as fast as it goes for N seconds to a `tcp-sink`, then prints the
+    /// sink's measurement of it. The path is chosen by the target's subnet.
+    TcpSend {
+        /// The `tcp-sink`.
+        #[arg(long)]
+        target: SocketAddr,
+        /// How long to send.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        seconds: u64,
+    },
 }
 
 /// What went wrong, for the one line printed before exiting.
@@ -109,6 +135,8 @@ fn main() -> ExitCode {
             path,
             bind,
         } => probe(target, &scenario, path, bind),
+        Command::TcpSink { bind, connections } => tcp_sink(bind, connections),
+        Command::TcpSend { target, seconds } => tcp_send(target, seconds),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -212,4 +240,119 @@ fn probe(
         0 => Ok(()),
         n => Err(Failure::Checks(n)),
     }
+}
+
+/// The part of a TCP flow's start left out of its goodput (slow start).
+const TCP_WARMUP: Duration = Duration::from_secs(1);
+/// Longest a TCP read, write or connect may block before the flow is given up.
+const TCP_STALL: Duration = Duration::from_secs(10);
+
+fn io_error(what: String) -> impl FnOnce(std::io::Error) -> NetnsError {
+    move |source| NetnsError::Io {
+        context: what,
+        source,
+    }
+}
+
+fn tcp_sink(bind: SocketAddr, connections: Option<u64>) -> Result<(), Failure> {
+    let listener = TcpListener::bind(bind).map_err(io_error(format!("bind tcp {bind}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(io_error(format!("tcp {bind}: local address")))?;
+    println!("tcp sink on {local}");
+    let mut served = 0;
+    while connections.is_none_or(|n| served < n) {
+        let (stream, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("linkemu: tcp sink {local}: accept: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        served += 1;
+        match sink_one(stream) {
+            Ok(line) => println!("{peer}: {line}"),
+            Err(e) => eprintln!("linkemu: tcp sink {local}: {peer}: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one flow to its end, then writes its measurement back (one line) and returns it.
+fn sink_one(mut stream: TcpStream) -> std::io::Result<String> {
+    stream.set_read_timeout(Some(TCP_STALL))?;
+    stream.set_write_timeout(Some(TCP_STALL))?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total: u64 = 0;
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    // Bytes and time from the first read at or after first + TCP_WARMUP.
+    let mut steady: Option<(Instant, u64)> = None;
+    loop {
+        let n = stream.read(&mut buf)?;
+        let now = Instant::now();
+        if n == 0 {
+            break;
+        }
+        let start = *first.get_or_insert(now);
+        if steady.is_none() && now >= start + TCP_WARMUP {
+            // This read's bytes arrived before `now`: they are not counted in the window.
+            steady = Some((now, total + n as u64));
+        }
+        total += n as u64;
+        last = now;
+    }
+    let elapsed = first.map_or(Duration::ZERO, |f| last - f);
+    let (steady_bytes, steady_secs) = match steady {
+        Some((t, at)) if last > t => (total - at, (last - t).as_secs_f64()),
+        _ => (0, 0.0),
+    };
+    let goodput = if steady_secs > 0.0 {
+        steady_bytes as f64 * 8.0 / steady_secs
+    } else {
+        0.0
+    };
+    let line = format!(
+        "received_bytes={total} seconds={:.3} goodput_bps={goodput:.0} steady_bytes={steady_bytes} steady_seconds={steady_secs:.3}",
+        elapsed.as_secs_f64()
+    );
+    stream.write_all(format!("{line}\n").as_bytes())?;
+    Ok(line)
+}
+
+fn tcp_send(target: SocketAddr, seconds: u64) -> Result<(), Failure> {
+    let mut stream = TcpStream::connect_timeout(&target, TCP_STALL)
+        .map_err(io_error(format!("connect tcp {target}")))?;
+    let ctx = |what: &str| format!("tcp {target}: {what}");
+    stream
+        .set_write_timeout(Some(TCP_STALL))
+        .map_err(io_error(ctx("set write timeout")))?;
+    stream
+        .set_read_timeout(Some(TCP_STALL))
+        .map_err(io_error(ctx("set read timeout")))?;
+    let buf = vec![0x5au8; 64 * 1024];
+    let started = Instant::now();
+    let until = started + Duration::from_secs(seconds);
+    let mut sent: u64 = 0;
+    while Instant::now() < until {
+        let n = stream.write(&buf).map_err(io_error(ctx("write")))?;
+        sent += n as u64;
+    }
+    let wrote = started.elapsed();
+    stream
+        .shutdown(Shutdown::Write)
+        .map_err(io_error(ctx("shutdown")))?;
+    // The sink answers once it has read everything (the queue drains at the link rate).
+    let mut answer = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut answer)
+        .map_err(io_error(ctx("read the sink's measurement")))?;
+    println!(
+        "sent_bytes={sent} send_seconds={:.3} sender_bps={:.0}",
+        wrote.as_secs_f64(),
+        sent as f64 * 8.0 / wrote.as_secs_f64()
+    );
+    println!("sink: {}", answer.trim_end());
+    Ok(())
 }
