@@ -316,6 +316,40 @@ pub fn pid_alive(pid: u32) -> bool {
     }
 }
 
+/// Why the namespace testbed cannot run here, if it cannot: it needs root, `/dev/net/tun`, and
+/// an `ip netns add` that works (tried with a throwaway namespace, removed at once).
+pub fn unavailable() -> Option<String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        });
+    if uid.as_deref() != Some("0") {
+        return Some(format!(
+            "it needs root (effective uid is {})",
+            uid.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("it needs TUN devices, and /dev/net/tun is missing".into());
+    }
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "mq{}avail{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    );
+    match ip(&["netns", "add", &name]) {
+        Ok(()) => {
+            let _ = ip(&["netns", "del", &name]);
+            None
+        }
+        Err(e) => Some(format!("network namespaces are not available: {e}")),
+    }
+}
+
 /// Every network namespace, as `ip netns list` names them.
 ///
 /// # Errors

@@ -8,13 +8,11 @@
 #![allow(clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use mpquic_netns::topology::{client_addr, server_addr, Side, Topology};
+use mpquic_netns::topology::{client_addr, namespaces, server_addr, unavailable, Side, Topology};
 use mpquic_sched::sim::Scenario;
 
 const LINKEMU: &str = env!("CARGO_BIN_EXE_linkemu");
@@ -23,40 +21,6 @@ const PROBE_PORT: u16 = 5201;
 const SERVER_READY: Duration = Duration::from_secs(10);
 /// Longest one `linkemu probe` (one path, both directions) may run.
 const PROBE_TIME: Duration = Duration::from_secs(30);
-
-/// Why the testbed cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        });
-    if uid.as_deref() != Some("0") {
-        return Some(format!("effective uid is {uid:?}, not 0"));
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    static PROBES: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "mq{}avail{}",
-        std::process::id(),
-        PROBES.fetch_add(1, Ordering::Relaxed)
-    );
-    match Command::new("ip").args(["netns", "add", &name]).output() {
-        Ok(o) if o.status.success() => {
-            let _ = Command::new("ip").args(["netns", "del", &name]).output();
-            None
-        }
-        Ok(o) => Some(format!(
-            "`ip netns add` failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("cannot run ip: {e}")),
-    }
-}
 
 /// A child process this test started; killed (by its pid) and reaped when dropped.
 struct Started(Child);
@@ -182,12 +146,9 @@ fn probe(topo: &Topology, k: usize) -> Output {
     )
 }
 
-fn netns_list() -> String {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// The namespaces listed now.
+fn netns_list() -> Vec<String> {
+    namespaces().expect("ip netns list")
 }
 
 /// The namespace tests take turns: each one saturates its links, and CI has two cores.
@@ -217,7 +178,7 @@ fn check_scenario(name: &str) {
     let names = [topo.client_ns().to_owned(), topo.server_ns().to_owned()];
     let listed = netns_list();
     for name in &names {
-        assert!(listed.contains(name.as_str()), "{name} not in {listed}");
+        assert!(listed.contains(name), "{name} not in {listed:?}");
     }
 
     let mut failures = Vec::new();
@@ -239,10 +200,10 @@ fn check_scenario(name: &str) {
     drop(topo);
     let listed = netns_list();
     for name in &names {
-        let left = listed
-            .lines()
-            .any(|l| l.split_whitespace().next() == Some(name));
-        assert!(!left, "{name} still listed after drop:\n{listed}");
+        assert!(
+            !listed.contains(name),
+            "{name} still listed after drop: {listed:?}"
+        );
     }
     eprintln!("{name} took {:?}", started.elapsed());
     assert!(
@@ -286,8 +247,7 @@ fn failed_up_removes_what_it_created() {
     assert!(msg.contains("ip netns add mq"), "{msg}");
     assert!(msg.contains("File exists"), "{msg}");
     let left: Vec<_> = listed
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
+        .iter()
         .filter(|n| n.starts_with(&format!("mq{pid}x")) && n.ends_with('c'))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");

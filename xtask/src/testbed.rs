@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use mpquic_netns::loopback::LoopbackTestbed;
 use mpquic_netns::topology::{
-    client_addr, pid_alive, remove_stale_namespaces, server_addr, Side, Topology,
+    self, client_addr, pid_alive, remove_stale_namespaces, server_addr, Side, Topology,
 };
 use mpquic_sched::sim::Scenario;
 
@@ -179,39 +179,13 @@ fn read_state(path: &Path) -> Result<Option<State>, Failure> {
     }
 }
 
-/// Why the namespace testbed cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        });
-    if uid.as_deref() != Some("0") {
-        return Some(format!(
-            "the namespace testbed needs root (effective uid is {}); run it as root, or use \
-             `cargo xtask testbed check --mode loopback`",
-            uid.as_deref().unwrap_or("unknown")
-        ));
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("the namespace testbed needs TUN devices, and /dev/net/tun is missing".into());
-    }
-    match Process::new("ip").args(["netns", "list"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "network namespaces are not available: `ip netns list` failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!(
-            "network namespaces are not available: cannot run `ip` ({e})"
-        )),
-    }
-}
-
 fn require_netns() -> Result<(), Failure> {
-    unavailable().map_or(Ok(()), |why| Err(Failure::Testbed(why)))
+    topology::unavailable().map_or(Ok(()), |why| {
+        Err(Failure::Testbed(format!(
+            "the namespace testbed cannot run here: {why}; run it as root, or use \
+             `cargo xtask testbed check --mode loopback`"
+        )))
+    })
 }
 
 fn netns_error(e: mpquic_netns::error::NetnsError) -> Failure {

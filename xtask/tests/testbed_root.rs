@@ -6,49 +6,20 @@
 // The skip notice is for the person reading the test output.
 #![allow(clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use mpquic_netns::topology::{namespaces, unavailable};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 const STATE_ENV: &str = "MPQUIC_TESTBED_STATE";
 /// Longest `up` may take to write its state file.
 const UP_TIME: Duration = Duration::from_secs(15);
 
-/// Why the testbed cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        });
-    if uid.as_deref() != Some("0") {
-        return Some(format!("effective uid is {uid:?}, not 0"));
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    match Command::new("ip").args(["netns", "list"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "`ip netns list` failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("cannot run ip: {e}")),
-    }
-}
-
+/// The namespaces listed now.
 fn netns_list() -> Vec<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .collect()
+    namespaces().expect("ip netns list")
 }
 
 /// The namespaces of the testbeds process `pid` owns (`mq<pid>x...`).
