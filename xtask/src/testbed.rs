@@ -4,18 +4,21 @@
 //! - `up --scenario NAME [--paths N] [--seconds S]` (root): brings the topology up, prints its
 //!   namespaces and addresses, writes the state file (`target/testbed/current.json`, or
 //!   `$MPQUIC_TESTBED_STATE`) and forwards packets in the foreground until the state file is
-//!   removed (that is what `down` does), `--seconds` have passed, or it is killed. On a normal
-//!   stop it tears everything down and removes the state file; after a kill (Ctrl-C, `kill -9`)
-//!   the namespaces outlive it, and `down` removes them.
+//!   removed (that is what `down` does), `--seconds` have passed, or it gets SIGINT (Ctrl-C),
+//!   SIGTERM or SIGHUP. On each of these it tears everything down and removes the state file
+//!   (after a signal it exits with 128 + the signal's number, as a shell would report it); only
+//!   after `kill -9` do the namespaces outlive it, and `down` removes them.
 //! - `down`: removes the state file, waits (up to 5 s) for the running `up` to tear down, then
 //!   deletes every testbed namespace whose owner process is gone. It kills nothing.
 //! - `exec client|server -- CMD...`: runs CMD in that namespace of the running testbed.
 //! - `check --scenario NAME [--mode netns|loopback]`: measures every path (RTT, goodput and
-//!   loss per direction) against its configuration; exit code 1 when a check fails.
+//!   loss per direction) against its configuration; exit code 1 when a check fails. Ctrl-C
+//!   stops it, and its namespaces go with it.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, ExitCode, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,7 @@ use mpquic_netns::topology::{
     self, client_addr, pid_alive, remove_stale_namespaces, server_addr, Side, Topology,
 };
 use mpquic_sched::sim::Scenario;
+use nix::sys::signal::{SigSet, Signal};
 
 use crate::Failure;
 
@@ -40,6 +44,48 @@ const PROBE_PORT: u16 = 5201;
 const SERVER_READY: Duration = Duration::from_secs(10);
 /// Longest one `linkemu probe` (one path, both directions) may run.
 const PROBE_TIME: Duration = Duration::from_secs(60);
+
+/// The signal that asked this process to stop (0: none yet); see [`catch_signals`].
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Turns SIGINT (Ctrl-C), SIGTERM and SIGHUP into a stop request ([`stop_signal`]) instead of
+/// an exit that would leave the namespaces behind. They are blocked in this thread, and so in
+/// every thread spawned after it (call this before any), and a thread of their own takes them
+/// with `sigwait`: no handler runs in signal context. Children started with
+/// `std::process::Command` get an empty mask again, so Ctrl-C still reaches them.
+fn catch_signals() -> Result<(), Failure> {
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set.thread_block()
+        .map_err(|e| Failure::Testbed(format!("cannot block SIGINT/SIGTERM/SIGHUP: {e}")))?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            while let Ok(signal) = set.wait() {
+                if STOP_SIGNAL.swap(signal as i32, Ordering::SeqCst) == 0 {
+                    eprintln!("{signal}: stopping and tearing the testbed down");
+                }
+            }
+        })
+        .map_err(|e| Failure::Testbed(format!("cannot start the signal thread: {e}")))?;
+    Ok(())
+}
+
+/// The signal that asked this process to stop, once one came.
+fn stop_signal() -> Option<i32> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// The exit code of a command stopped by `signal` (after its teardown): 128 + its number, as a
+/// shell reports a process killed by it.
+fn interrupted(signal: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX))
+}
 
 /// The options of `cargo xtask testbed`.
 #[derive(Debug, Args)]
@@ -106,7 +152,7 @@ pub fn run(args: &TestbedArgs) -> Result<ExitCode, Failure> {
             scenario,
             paths,
             seconds,
-        } => up(scenario_of(scenario, *paths)?, *seconds).map(|()| ExitCode::SUCCESS),
+        } => up(scenario_of(scenario, *paths)?, *seconds),
         TestbedCommand::Down => down().map(|()| ExitCode::SUCCESS),
         TestbedCommand::Exec { side, command } => exec(*side, command),
         TestbedCommand::Check {
@@ -206,8 +252,9 @@ fn describe(topo: &Topology) -> Vec<(String, String)> {
         .collect()
 }
 
-fn up(scenario: &'static Scenario, seconds: Option<u64>) -> Result<(), Failure> {
+fn up(scenario: &'static Scenario, seconds: Option<u64>) -> Result<ExitCode, Failure> {
     require_netns()?;
+    catch_signals()?;
     let path = state_path();
     if let Some(state) = read_state(&path)? {
         if state.pid != std::process::id() && pid_alive(state.pid) {
@@ -252,6 +299,10 @@ fn up(scenario: &'static Scenario, seconds: Option<u64>) -> Result<(), Failure> 
 
     let until = seconds.map(|s| Instant::now() + Duration::from_secs(s));
     loop {
+        if let Some(signal) = stop_signal() {
+            println!("stopped by signal {signal}");
+            break;
+        }
         std::thread::sleep(POLL);
         let ours = matches!(read_state(&path), Ok(Some(s)) if s.pid == state.pid);
         if !ours {
@@ -276,7 +327,7 @@ fn up(scenario: &'static Scenario, seconds: Option<u64>) -> Result<(), Failure> 
     }
     outcome?;
     println!("down: {} and {} removed", state.client_ns, state.server_ns);
-    Ok(())
+    Ok(stop_signal().map_or(ExitCode::SUCCESS, interrupted))
 }
 
 fn down() -> Result<(), Failure> {
@@ -351,7 +402,17 @@ fn exec(side: SideArg, command: &[String]) -> Result<ExitCode, Failure> {
 fn check(scenario: &'static Scenario, mode: Mode) -> Result<ExitCode, Failure> {
     let failed = match mode {
         Mode::Loopback => check_loopback(scenario)?,
-        Mode::Netns => check_netns(scenario)?,
+        Mode::Netns => match (check_netns(scenario), stop_signal()) {
+            (Ok(failed), None) => failed,
+            // Stopped by a signal: the topology is down already (dropped on the way out).
+            (outcome, Some(signal)) => {
+                if let Err(e) = outcome {
+                    eprintln!("error: {e}");
+                }
+                return Ok(interrupted(signal));
+            }
+            (Err(e), None) => return Err(e),
+        },
     };
     if failed == 0 {
         println!("all checks passed");
@@ -438,7 +499,15 @@ fn probe_server(topo: &Topology, linkemu: &Path, k: usize) -> Result<Started, Fa
         let _ = BufReader::new(stdout).read_line(&mut line);
         let _ = tx.send(line);
     });
-    match rx.recv_timeout(SERVER_READY) {
+    let deadline = Instant::now() + SERVER_READY;
+    let ready = loop {
+        match rx.recv_timeout(POLL) {
+            Err(mpsc::RecvTimeoutError::Timeout)
+                if Instant::now() < deadline && stop_signal().is_none() => {}
+            other => break other,
+        }
+    };
+    match ready {
         Ok(line) if line.starts_with("probe server on") => Ok(child),
         other => {
             let _ = child.0.kill();
@@ -488,6 +557,11 @@ fn probe(topo: &Topology, linkemu: &Path, k: usize) -> Result<bool, Failure> {
                     "linkemu probe on path {k} still running after {PROBE_TIME:?}"
                 )))
             }
+            Ok(None) if stop_signal().is_some() => {
+                return Err(Failure::Testbed(format!(
+                    "linkemu probe on path {k} stopped"
+                )))
+            }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(Failure::Testbed(format!("waiting for the probe: {e}"))),
         }
@@ -496,11 +570,15 @@ fn probe(topo: &Topology, linkemu: &Path, k: usize) -> Result<bool, Failure> {
 
 fn check_netns(scenario: &'static Scenario) -> Result<usize, Failure> {
     require_netns()?;
+    catch_signals()?;
     let linkemu = linkemu()?;
     let topo = Topology::up(scenario).map_err(netns_error)?;
     describe(&topo);
     let mut failed = 0;
     for k in 0..scenario.paths.len() {
+        if stop_signal().is_some() {
+            break;
+        }
         let server = probe_server(&topo, &linkemu, k)?;
         let passed = probe(&topo, &linkemu, k)?;
         drop(server);

@@ -1,7 +1,8 @@
 //! `cargo xtask testbed up|down` against a killed owner (needs root): start `up`, `kill -9` it,
 //! see its namespaces outlive it, start `up` again (it must succeed), stop that one with `down`,
-//! and check that no namespace of either is left. Without root or network namespaces it says so
-//! on stderr and passes.
+//! and check that no namespace of either is left. And `up` interrupted by SIGINT (Ctrl-C) or
+//! SIGTERM: it tears down by itself, leaving no namespace, device or state file. Without root or
+//! network namespaces each test says so on stderr and passes.
 
 // The skip notice is for the person reading the test output.
 #![allow(clippy::print_stderr)]
@@ -11,6 +12,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mpquic_netns::topology::{namespaces, unavailable};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 const STATE_ENV: &str = "MPQUIC_TESTBED_STATE";
@@ -20,6 +23,21 @@ const UP_TIME: Duration = Duration::from_secs(15);
 /// The namespaces listed now.
 fn netns_list() -> Vec<String> {
     namespaces().expect("ip netns list")
+}
+
+/// The network devices in this namespace whose names start with `prefix`.
+fn links_named(prefix: &str) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .expect("ip link show");
+    // Lines are `3: name: <FLAGS> ...` (or `name@peer:`).
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(':').nth(1))
+        .map(|n| n.trim().split('@').next().unwrap_or_default().to_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
 }
 
 /// The namespaces of the testbeds process `pid` owns (`mq<pid>x...`).
@@ -55,6 +73,18 @@ impl Drop for Cleanup {
 }
 
 impl Cleanup {
+    /// Nothing started yet; the state file goes in a directory of this test's own.
+    fn new(test: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("mq-testbed-test-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Cleanup {
+            dir,
+            children: Vec::new(),
+            pids: Vec::new(),
+        }
+    }
+
     fn xtask(&self) -> Command {
         let mut command = Command::new(XTASK);
         command.env(STATE_ENV, self.dir.join("current.json"));
@@ -113,12 +143,7 @@ fn down_cleans_up_after_a_killed_up() {
         return;
     }
     let started = Instant::now();
-    let mut cleanup = Cleanup {
-        dir: std::env::temp_dir().join(format!("mq-testbed-test-{}", std::process::id())),
-        children: Vec::new(),
-        pids: Vec::new(),
-    };
-    let _ = std::fs::remove_dir_all(&cleanup.dir);
+    let mut cleanup = Cleanup::new("kill9");
 
     // The first owner dies without tearing down: its namespaces stay.
     let first = cleanup.up();
@@ -155,4 +180,54 @@ fn down_cleans_up_after_a_killed_up() {
     let out = cleanup.down();
     assert!(String::from_utf8_lossy(&out.stdout).contains("no testbed is up"));
     assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn up_tears_down_on_sigint_and_sigterm() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: needs root and network namespaces ({why})");
+        return;
+    }
+    let mut cleanup = Cleanup::new("signals");
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        let index = cleanup.up();
+        let pid = cleanup.children[index].id();
+        let prefix = format!("mq{pid}x");
+        assert_eq!(owned_by(pid).len(), 2, "namespaces of the running up");
+        kill(Pid::from_raw(i32::try_from(pid).expect("pid")), signal).expect("send the signal");
+
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = cleanup.children[index].try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "up did not stop within 10 s of {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // It exited by itself after tearing down, with the shell's code for the signal.
+        assert_eq!(
+            status.code(),
+            Some(128 + signal as i32),
+            "{signal}: {status}"
+        );
+        assert_eq!(
+            owned_by(pid),
+            Vec::<String>::new(),
+            "{signal}: namespaces left"
+        );
+        assert_eq!(
+            links_named(&prefix),
+            Vec::<String>::new(),
+            "{signal}: devices left"
+        );
+        assert!(
+            !cleanup.dir.join("current.json").exists(),
+            "{signal}: state file left"
+        );
+        let threads = std::fs::read_dir(format!("/proc/{pid}")).is_ok();
+        assert!(!threads, "{signal}: process {pid} still there");
+    }
 }
