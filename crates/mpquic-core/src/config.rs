@@ -1,0 +1,292 @@
+//! Connection settings: scheduler, limits, windows, failure detection, priors, congestion control.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mpquic_sched::{Scheduler, SchedulerKind, MAX_PATHS};
+use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
+
+use crate::error::ConfigError;
+
+/// Builds a fresh scheduler for each connection.
+pub type SchedulerFactory = Arc<dyn Fn() -> Box<dyn Scheduler> + Send + Sync>;
+
+/// The congestion controller each path's quinn connection runs.
+#[derive(Clone)]
+pub enum CongestionControl {
+    /// quinn's CUBIC (quinn's default).
+    Cubic,
+    /// quinn's NewReno.
+    NewReno,
+    /// quinn's BBR (marked experimental by quinn).
+    Bbr,
+    /// Any quinn controller factory, e.g. a research controller.
+    Custom(Arc<dyn ControllerFactory + Send + Sync>),
+}
+
+impl CongestionControl {
+    pub(crate) fn factory(&self) -> Arc<dyn ControllerFactory + Send + Sync> {
+        match self {
+            Self::Cubic => Arc::new(CubicConfig::default()),
+            Self::NewReno => Arc::new(NewRenoConfig::default()),
+            Self::Bbr => Arc::new(BbrConfig::default()),
+            Self::Custom(factory) => factory.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for CongestionControl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cubic => f.write_str("cubic"),
+            Self::NewReno => f.write_str("newreno"),
+            Self::Bbr => f.write_str("bbr"),
+            Self::Custom(_) => f.write_str("custom"),
+        }
+    }
+}
+
+impl FromStr for CongestionControl {
+    type Err = ConfigError;
+
+    /// `cubic`, `newreno` or `bbr`.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "cubic" => Ok(Self::Cubic),
+            "newreno" | "reno" => Ok(Self::NewReno),
+            "bbr" => Ok(Self::Bbr),
+            _ => Err(ConfigError::Invalid(
+                "congestion controller (expected cubic, newreno or bbr)",
+            )),
+        }
+    }
+}
+
+/// Settings shared by every connection of an [`Endpoint`](crate::Endpoint).
+///
+/// ```
+/// use std::time::Duration;
+/// let mut config = mpquic_core::Config::default();
+/// config
+///     .scheduler("priority-bucket")?
+///     .max_paths(4)?
+///     .rtt_prior(Duration::from_millis(30))?
+///     .congestion_control("newreno".parse()?);
+/// # Ok::<(), mpquic_core::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) scheduler_name: String,
+    pub(crate) scheduler: SchedulerFactory,
+    pub(crate) max_paths: usize,
+    pub(crate) stream_receive_window: u64,
+    pub(crate) receive_window: u64,
+    pub(crate) send_buffer: u64,
+    pub(crate) max_concurrent_bidi_streams: u64,
+    pub(crate) max_concurrent_uni_streams: u64,
+    pub(crate) path_failure_rtts: u32,
+    pub(crate) path_failure_floor: Duration,
+    pub(crate) rtt_prior: Duration,
+    pub(crate) bandwidth_prior: f64,
+    pub(crate) congestion: CongestionControl,
+    pub(crate) idle_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            scheduler_name: SchedulerKind::PriorityBucket.name().to_owned(),
+            scheduler: Arc::new(|| SchedulerKind::PriorityBucket.build()),
+            max_paths: 8,
+            stream_receive_window: 4 << 20,
+            receive_window: 16 << 20,
+            send_buffer: 4 << 20,
+            max_concurrent_bidi_streams: 1024,
+            max_concurrent_uni_streams: 1024,
+            path_failure_rtts: 10,
+            path_failure_floor: Duration::from_millis(500),
+            rtt_prior: Duration::from_millis(100),
+            bandwidth_prior: 1_250_000.0,
+            congestion: CongestionControl::Cubic,
+            idle_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("scheduler", &self.scheduler_name)
+            .field("max_paths", &self.max_paths)
+            .field("stream_receive_window", &self.stream_receive_window)
+            .field("receive_window", &self.receive_window)
+            .field("send_buffer", &self.send_buffer)
+            .field("congestion", &self.congestion)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Selects a built-in scheduler by name (`priority-bucket`, `lrf`, `sa-ecf`, `wrr`, `sec`,
+    /// `round-robin`, `priority-bucket-paper`).
+    ///
+    /// # Default
+    /// `priority-bucket`.
+    pub fn scheduler(&mut self, name: &str) -> Result<&mut Self, ConfigError> {
+        let kind: SchedulerKind = name.parse()?;
+        self.scheduler_name = kind.name().to_owned();
+        self.scheduler = Arc::new(move || kind.build());
+        Ok(self)
+    }
+
+    /// Uses a scheduler of your own; `factory` builds one per connection.
+    pub fn scheduler_factory(
+        &mut self,
+        name: impl Into<String>,
+        factory: impl Fn() -> Box<dyn Scheduler> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.scheduler_name = name.into();
+        self.scheduler = Arc::new(factory);
+        self
+    }
+
+    /// The selected scheduler's name.
+    pub fn scheduler_name(&self) -> &str {
+        &self.scheduler_name
+    }
+
+    /// Most paths one connection may have at once, 1 to 32.
+    ///
+    /// # Default
+    /// 8.
+    pub fn max_paths(&mut self, paths: usize) -> Result<&mut Self, ConfigError> {
+        if !(1..=MAX_PATHS).contains(&paths) {
+            return Err(ConfigError::Invalid("max_paths (1 to 32)"));
+        }
+        self.max_paths = paths;
+        Ok(self)
+    }
+
+    /// Bytes of one stream the receiver buffers ahead of the application.
+    ///
+    /// # Default
+    /// 4 MiB.
+    pub fn stream_receive_window(&mut self, bytes: u64) -> Result<&mut Self, ConfigError> {
+        if bytes == 0 || bytes > crate::wire::MAX_VARINT {
+            return Err(ConfigError::Invalid("stream_receive_window"));
+        }
+        self.stream_receive_window = bytes;
+        Ok(self)
+    }
+
+    /// Bytes of all streams together the receiver buffers ahead of the application
+    /// (\[PB\] ran with 16 MB).
+    ///
+    /// # Default
+    /// 16 MiB.
+    pub fn receive_window(&mut self, bytes: u64) -> Result<&mut Self, ConfigError> {
+        if bytes == 0 || bytes > crate::wire::MAX_VARINT {
+            return Err(ConfigError::Invalid("receive_window"));
+        }
+        self.receive_window = bytes;
+        Ok(self)
+    }
+
+    /// Bytes of one stream kept on the sending side until the receiver acknowledges them (so
+    /// they can be re-sent on another path); writes wait beyond it.
+    ///
+    /// # Default
+    /// 4 MiB.
+    pub fn send_buffer(&mut self, bytes: u64) -> Result<&mut Self, ConfigError> {
+        if bytes == 0 {
+            return Err(ConfigError::Invalid("send_buffer"));
+        }
+        self.send_buffer = bytes;
+        Ok(self)
+    }
+
+    /// Streams of each kind (bidirectional, unidirectional) the peer may have open at once.
+    ///
+    /// # Default
+    /// 1024 each.
+    pub fn max_concurrent_streams(
+        &mut self,
+        bidi: u64,
+        uni: u64,
+    ) -> Result<&mut Self, ConfigError> {
+        const LIMIT: u64 = 1 << 20;
+        if bidi > LIMIT || uni > LIMIT {
+            return Err(ConfigError::Invalid(
+                "max_concurrent_streams (at most 2^20)",
+            ));
+        }
+        self.max_concurrent_bidi_streams = bidi;
+        self.max_concurrent_uni_streams = uni;
+        Ok(self)
+    }
+
+    /// A path with data in flight and no acknowledgement for `rtts` smoothed RTTs (and at least
+    /// `floor`) is declared failed; its unacknowledged data is re-sent on the other paths.
+    ///
+    /// # Default
+    /// 10 RTTs, at least 500 ms.
+    pub fn path_failure_timeout(
+        &mut self,
+        rtts: u32,
+        floor: Duration,
+    ) -> Result<&mut Self, ConfigError> {
+        if rtts == 0 {
+            return Err(ConfigError::Invalid("path_failure_timeout rtts"));
+        }
+        self.path_failure_rtts = rtts;
+        self.path_failure_floor = floor;
+        Ok(self)
+    }
+
+    /// The RTT assumed for a new path before it is measured (\[PB\] 4.1, prior knowledge).
+    ///
+    /// # Default
+    /// 100 ms.
+    pub fn rtt_prior(&mut self, rtt: Duration) -> Result<&mut Self, ConfigError> {
+        if rtt.is_zero() || rtt > Duration::from_secs(60) {
+            return Err(ConfigError::Invalid("rtt_prior (0 to 60 s)"));
+        }
+        self.rtt_prior = rtt;
+        Ok(self)
+    }
+
+    /// The bandwidth assumed for a new path before it is measured, in bits per second.
+    ///
+    /// # Default
+    /// 10 Mbit/s.
+    pub fn bandwidth_prior(&mut self, bits_per_sec: f64) -> Result<&mut Self, ConfigError> {
+        if !(bits_per_sec.is_finite() && bits_per_sec > 0.0) {
+            return Err(ConfigError::Invalid("bandwidth_prior"));
+        }
+        self.bandwidth_prior = bits_per_sec / 8.0;
+        Ok(self)
+    }
+
+    /// The congestion controller of every path.
+    ///
+    /// # Default
+    /// [`CongestionControl::Cubic`].
+    pub fn congestion_control(&mut self, cc: CongestionControl) -> &mut Self {
+        self.congestion = cc;
+        self
+    }
+
+    /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it).
+    ///
+    /// # Default
+    /// 10 s.
+    pub fn idle_timeout(&mut self, timeout: Duration) -> Result<&mut Self, ConfigError> {
+        if timeout < Duration::from_millis(10) || timeout > Duration::from_secs(600) {
+            return Err(ConfigError::Invalid("idle_timeout (10 ms to 600 s)"));
+        }
+        self.idle_timeout = timeout;
+        Ok(self)
+    }
+}

@@ -1,0 +1,783 @@
+//! A multipath connection: the public handle and the tasks that drive each path.
+//!
+//! Every path is a quinn connection with four tasks: a sender that asks the scheduler what to
+//! send whenever the path's congestion window has room, a receiver of chunk streams, a reader of
+//! the control stream and a watcher that turns the quinn connection's end into "path down". One
+//! more task per connection writes control frames (data acks, credits, fins) on the path with
+//! the lowest one-way delay towards the peer.
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use mpquic_sched::{PathId, PathStatus};
+use tokio::sync::{broadcast, Notify};
+use tracing::Instrument;
+
+use crate::endpoint::EndpointInner;
+use crate::error::{codes, ConnectionError, OpenStreamError, PathError, ProtocolError};
+use crate::session;
+use crate::state::{PathEntry, Side, State, Step};
+use crate::stream::{RecvStream, SendStream};
+use crate::telemetry::Telemetry;
+use crate::wire::{self, Frame, SessionId, WireError};
+
+/// Something that happened to a path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PathEvent {
+    /// The path joined and may carry data.
+    Up {
+        /// The path.
+        path: PathId,
+    },
+    /// The path failed or was closed; its unacknowledged data goes on the others.
+    Down {
+        /// The path.
+        path: PathId,
+        /// Why.
+        reason: String,
+    },
+    /// The path became available or backup.
+    Status {
+        /// The path.
+        path: PathId,
+        /// Its new status.
+        status: PathStatus,
+    },
+    /// Fresh estimates (at most one event per path every 100 ms).
+    Estimates {
+        /// The path.
+        path: PathId,
+        /// Smoothed RTT.
+        srtt: Duration,
+        /// Estimated bandwidth in bits per second.
+        bandwidth_bps: f64,
+        /// Congestion window in bytes.
+        cwnd: u64,
+    },
+}
+
+/// One path's numbers, from [`Connection::paths`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathStats {
+    /// The path.
+    pub id: PathId,
+    /// Local address.
+    pub local: SocketAddr,
+    /// Remote address.
+    pub remote: SocketAddr,
+    /// Available, backup or down.
+    pub status: PathStatus,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Smallest RTT seen.
+    pub min_rtt: Duration,
+    /// One-way delay towards the peer (estimated).
+    pub one_way_delay: Duration,
+    /// Estimated bandwidth in bits per second.
+    pub bandwidth_bps: f64,
+    /// Congestion window in bytes.
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub bytes_in_flight: u64,
+    /// Stream bytes sent on this path (re-sends included).
+    pub bytes_sent: u64,
+    /// Stream bytes received on this path.
+    pub bytes_received: u64,
+    /// Bytes quinn declared lost.
+    pub lost_bytes: u64,
+    /// Congestion events.
+    pub congestion_events: u64,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Wakes the control-frame writer.
+    pub(crate) control_wake: Notify,
+    /// Streams became acceptable or openable, or the connection ended.
+    pub(crate) changed: Notify,
+    pub(crate) session: SessionId,
+    pub(crate) secret: [u8; session::SECRET_LEN],
+    pub(crate) endpoint: Arc<EndpointInner>,
+    pub(crate) server_name: String,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        state: State,
+        session: SessionId,
+        secret: [u8; session::SECRET_LEN],
+        endpoint: Arc<EndpointInner>,
+        server_name: String,
+    ) -> Arc<Self> {
+        let shared = Arc::new(Self {
+            state: Mutex::new(state),
+            control_wake: Notify::new(),
+            changed: Notify::new(),
+            session,
+            secret,
+            endpoint,
+            server_name,
+        });
+        tokio::spawn(
+            flush_control(shared.clone())
+                .instrument(tracing::debug_span!("mpquic", session = session.0)),
+        );
+        shared
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // State stays consistent between statements; keep going after a panic elsewhere.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes whoever may care after the state changed.
+    pub(crate) fn poke(&self) {
+        if self.lock().has_control() {
+            self.control_wake.notify_one();
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Adds a joined path and starts its tasks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_path(
+        self: &Arc<Self>,
+        id: PathId,
+        conn: quinn::Connection,
+        telemetry: Arc<Telemetry>,
+        control_send: quinn::SendStream,
+        control_recv: quinn::RecvStream,
+        local: SocketAddr,
+        status: PathStatus,
+    ) {
+        let wake = Arc::new(Notify::new());
+        {
+            let mut state = self.lock();
+            let entry = PathEntry {
+                conn: conn.clone(),
+                telemetry: telemetry.clone(),
+                status,
+                up: true,
+                local,
+                remote: conn.remote_address(),
+                control: Arc::new(tokio::sync::Mutex::new(control_send)),
+                wake: wake.clone(),
+                retire: Vec::new(),
+                bytes_sent: 0,
+                bytes_received: 0,
+                opened: Instant::now(),
+                last_estimate_event: None,
+                generation: 0,
+            };
+            state.paths.insert(id, entry);
+            let snapshot = telemetry.snapshot(id, status);
+            if let Err(e) = state.scheduler.on_path_added(Instant::now(), &snapshot) {
+                tracing::warn!(path = id.0, %e, "scheduler refused the path");
+            }
+            let _ = state.events.send(PathEvent::Up { path: id });
+        }
+        let span = tracing::debug_span!("path", session = self.session.0, path = id.0);
+        tokio::spawn(
+            send_loop(self.clone(), id, conn.clone(), telemetry, wake).instrument(span.clone()),
+        );
+        tokio::spawn(recv_loop(self.clone(), id, conn.clone()).instrument(span.clone()));
+        tokio::spawn(control_loop(self.clone(), id, control_recv).instrument(span.clone()));
+        tokio::spawn(watch_closed(self.clone(), id, conn).instrument(span));
+        // A new path may be the better place for control frames: repeat nothing, just flush.
+        self.control_wake.notify_one();
+    }
+
+    /// The peer broke the protocol: close every path with the error's code.
+    pub(crate) fn protocol_error(&self, error: ProtocolError) {
+        tracing::warn!(%error, "closing: peer protocol violation");
+        let code = quinn::VarInt::from_u64(error.code()).unwrap_or(quinn::VarInt::MAX);
+        let reason = error.to_string();
+        let conns: Vec<quinn::Connection> = {
+            let mut state = self.lock();
+            state.fail(ConnectionError::Protocol(error));
+            state.paths.values().map(|p| p.conn.clone()).collect()
+        };
+        for conn in conns {
+            conn.close(code, reason.as_bytes());
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn on_quinn_closed(&self, path: PathId, error: quinn::ConnectionError) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let reason = error.to_string();
+        if let quinn::ConnectionError::ApplicationClosed(close) = &error {
+            let code = close.error_code.into_inner();
+            let text = String::from_utf8_lossy(&close.reason).into_owned();
+            match code {
+                codes::PATH_CLOSED | codes::PATH_FAILED => {}
+                code if code >= codes::FIRST_RESERVED => {
+                    state.fail(ConnectionError::PeerReportedError { code, reason: text })
+                }
+                code => state.fail(ConnectionError::ApplicationClosed { code, reason: text }),
+            }
+        }
+        state.on_path_down(path, reason, now);
+        let conns: Vec<quinn::Connection> = match &state.error {
+            // The peer ended the whole connection: close the paths it has not closed yet.
+            Some(ConnectionError::ApplicationClosed { .. })
+            | Some(ConnectionError::PeerReportedError { .. }) => {
+                state.paths.values().map(|p| p.conn.clone()).collect()
+            }
+            _ => Vec::new(),
+        };
+        drop(state);
+        for conn in conns {
+            conn.close(0u32.into(), b"");
+        }
+        self.changed.notify_waiters();
+        self.control_wake.notify_one();
+    }
+}
+
+/// One logical connection over one or more paths.
+///
+/// Cloning gives another handle to the same connection.
+#[derive(Clone)]
+pub struct Connection {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("session", &self.shared.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// The session id both ends share.
+    pub fn session_id(&self) -> u64 {
+        self.shared.session.0
+    }
+
+    /// Client or server.
+    pub fn side(&self) -> Side {
+        self.shared.lock().side
+    }
+
+    /// The scheduler's name.
+    pub fn scheduler_name(&self) -> String {
+        self.shared.lock().scheduler.name().to_owned()
+    }
+
+    /// Opens a bidirectional stream, waiting while the peer's stream limit is reached.
+    pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), OpenStreamError> {
+        let id = self.open(false).await?;
+        Ok((
+            SendStream::new(self.shared.clone(), id),
+            RecvStream::new(self.shared.clone(), id),
+        ))
+    }
+
+    /// Opens a unidirectional stream, waiting while the peer's stream limit is reached.
+    pub async fn open_uni(&self) -> Result<SendStream, OpenStreamError> {
+        let id = self.open(true).await?;
+        Ok(SendStream::new(self.shared.clone(), id))
+    }
+
+    async fn open(&self, uni: bool) -> Result<u64, OpenStreamError> {
+        loop {
+            let mut notified = pin!(self.shared.changed.notified());
+            notified.as_mut().enable();
+            {
+                let mut state = self.shared.lock();
+                if let Some(e) = &state.error {
+                    return Err(e.clone().into());
+                }
+                if let Some(id) = state.open(uni, Instant::now()) {
+                    return Ok(id);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits for the peer's next bidirectional stream.
+    pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
+        let id = self.accept(false).await?;
+        Ok((
+            SendStream::new(self.shared.clone(), id),
+            RecvStream::new(self.shared.clone(), id),
+        ))
+    }
+
+    /// Waits for the peer's next unidirectional stream.
+    pub async fn accept_uni(&self) -> Result<RecvStream, ConnectionError> {
+        let id = self.accept(true).await?;
+        Ok(RecvStream::new(self.shared.clone(), id))
+    }
+
+    async fn accept(&self, uni: bool) -> Result<u64, ConnectionError> {
+        loop {
+            let mut notified = pin!(self.shared.changed.notified());
+            notified.as_mut().enable();
+            {
+                let mut state = self.shared.lock();
+                if let Some(id) = state.accept(uni) {
+                    return Ok(id);
+                }
+                if let Some(e) = &state.error {
+                    return Err(e.clone());
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Opens one more path from `local` to `remote` and joins it to this session (client only).
+    pub async fn open_path(
+        &self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        status: PathStatus,
+    ) -> Result<PathId, PathError> {
+        if status == PathStatus::Down {
+            return Err(PathError::Handshake("a new path cannot start down".into()));
+        }
+        {
+            let state = self.shared.lock();
+            if state.side != Side::Client {
+                return Err(PathError::NotClient);
+            }
+            if let Some(e) = &state.error {
+                return Err(PathError::Closed(e.clone()));
+            }
+            if state.paths_up() >= state.config.max_paths {
+                return Err(PathError::TooManyPaths(state.config.max_paths));
+            }
+        }
+        let shared = &self.shared;
+        let telemetry = shared.endpoint.new_telemetry();
+        let (conn, local) = shared
+            .endpoint
+            .connect_quinn(local, remote, &shared.server_name, &telemetry)
+            .await?;
+        let joined = async {
+            let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+            let exported =
+                session::exporter(&conn, shared.session).ok_or("TLS exporter unavailable")?;
+            let proof = session::proof(&shared.secret, shared.session, &exported);
+            let params = State::params(&shared.endpoint.config);
+            let mut buf = Vec::new();
+            Frame::Join {
+                session: shared.session,
+                proof,
+                params,
+            }
+            .encode(&mut buf)
+            .map_err(|e| e.to_string())?;
+            send.write_all(&buf).await.map_err(|e| e.to_string())?;
+            let answer = wire::read_frame(&mut recv)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((send, recv, answer))
+        }
+        .await;
+        let (send, recv, answer) = match joined {
+            Ok(parts) => parts,
+            Err(reason) => {
+                // A refusal arrives as the quinn connection's close.
+                if let Some(quinn::ConnectionError::ApplicationClosed(close)) = conn.close_reason()
+                {
+                    return Err(PathError::Refused {
+                        code: close.error_code.into_inner(),
+                        reason: String::from_utf8_lossy(&close.reason).into_owned(),
+                    });
+                }
+                return Err(PathError::Handshake(reason));
+            }
+        };
+        match answer {
+            Some(Frame::Joined { path }) => {
+                let id = PathId(path);
+                shared.add_path(id, conn, telemetry, send, recv, local, status);
+                if status == PathStatus::Backup {
+                    self.set_path_status(id, status)?;
+                }
+                Ok(id)
+            }
+            Some(Frame::Refused { code, reason }) => Err(PathError::Refused { code, reason }),
+            other => {
+                conn.close(
+                    quinn::VarInt::from_u64(codes::PROTOCOL_VIOLATION).unwrap_or_default(),
+                    b"expected Joined",
+                );
+                Err(PathError::Handshake(format!(
+                    "unexpected answer to a join: {other:?}"
+                )))
+            }
+        }
+    }
+
+    /// Closes one path; its unacknowledged data is re-sent on the others.
+    pub fn close_path(&self, path: PathId) -> Result<(), PathError> {
+        let mut state = self.shared.lock();
+        let entry = state
+            .paths
+            .get(&path)
+            .filter(|p| p.up)
+            .ok_or(PathError::UnknownPath(path.0))?;
+        entry.conn.close(
+            quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
+            b"path closed",
+        );
+        state.on_path_down(path, "closed locally".into(), Instant::now());
+        drop(state);
+        self.shared.poke();
+        Ok(())
+    }
+
+    /// Makes a path available or backup (used only while no available path is up), on both ends.
+    pub fn set_path_status(&self, path: PathId, status: PathStatus) -> Result<(), PathError> {
+        if status == PathStatus::Down {
+            return Err(PathError::Handshake(
+                "use close_path to take a path down".into(),
+            ));
+        }
+        let mut state = self.shared.lock();
+        if !state.paths.get(&path).is_some_and(|p| p.up) {
+            return Err(PathError::UnknownPath(path.0));
+        }
+        state.apply_path_status(path, status, Instant::now());
+        state.control.push_back((
+            Some(path),
+            Frame::PathStatus {
+                backup: status == PathStatus::Backup,
+            },
+        ));
+        drop(state);
+        self.shared.control_wake.notify_one();
+        Ok(())
+    }
+
+    /// Every path this connection has had, with its numbers.
+    pub fn paths(&self) -> Vec<PathStats> {
+        let state = self.shared.lock();
+        state
+            .paths
+            .iter()
+            .map(|(id, p)| {
+                let snapshot = p.telemetry.snapshot(*id, p.status);
+                let t = p.telemetry.lock();
+                PathStats {
+                    id: *id,
+                    local: p.local,
+                    remote: p.remote,
+                    status: p.status,
+                    srtt: snapshot.srtt,
+                    min_rtt: snapshot.min_rtt,
+                    one_way_delay: snapshot.one_way_delay,
+                    bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
+                    cwnd: snapshot.cwnd,
+                    bytes_in_flight: snapshot.bytes_in_flight,
+                    bytes_sent: p.bytes_sent,
+                    bytes_received: p.bytes_received,
+                    lost_bytes: t.lost_bytes,
+                    congestion_events: t.congestion_events,
+                }
+            })
+            .collect()
+    }
+
+    /// Path events from now on (a lagging receiver loses the oldest).
+    pub fn path_events(&self) -> broadcast::Receiver<PathEvent> {
+        self.shared.lock().events.subscribe()
+    }
+
+    /// Closes the connection on every path with an application `code` (below
+    /// [`codes::FIRST_RESERVED`]) and `reason`.
+    pub fn close(&self, code: u64, reason: &[u8]) {
+        let code = quinn::VarInt::from_u64(code.min(codes::FIRST_RESERVED - 1)).unwrap_or_default();
+        let conns: Vec<quinn::Connection> = {
+            let mut state = self.shared.lock();
+            state.fail(ConnectionError::LocallyClosed);
+            state.paths.values().map(|p| p.conn.clone()).collect()
+        };
+        for conn in conns {
+            conn.close(code, reason);
+        }
+        self.shared.changed.notify_waiters();
+    }
+
+    /// Waits until the connection is over and says why.
+    pub async fn closed(&self) -> ConnectionError {
+        loop {
+            let mut notified = pin!(self.shared.changed.notified());
+            notified.as_mut().enable();
+            if let Some(e) = &self.shared.lock().error {
+                return e.clone();
+            }
+            notified.await;
+        }
+    }
+
+    /// Why the connection is over, if it is.
+    pub fn close_reason(&self) -> Option<ConnectionError> {
+        self.shared.lock().error.clone()
+    }
+}
+
+/// Asks the scheduler for data whenever the path has window room and writes it to quinn.
+async fn send_loop(
+    shared: Arc<Shared>,
+    path: PathId,
+    conn: quinn::Connection,
+    telemetry: Arc<Telemetry>,
+    wake: Arc<Notify>,
+) {
+    let mut streams: HashMap<u64, quinn::SendStream> = HashMap::new();
+    let mut send_window = 0;
+    loop {
+        let (step, retire) = shared.lock().next_step(path, Instant::now());
+        for (id, reset) in retire {
+            if let Some(mut stream) = streams.remove(&id) {
+                let _ = if reset {
+                    stream.reset(0u32.into())
+                } else {
+                    stream.finish()
+                };
+            }
+        }
+        // Keep quinn's buffer shallow: it may hold a quarter window (at least 16 KiB) beyond
+        // what congestion control lets fly, so decisions are made with fresh estimates.
+        let cwnd = telemetry.lock().cwnd;
+        let target = cwnd + (cwnd / 4).max(16 * 1024);
+        if target != send_window {
+            conn.set_send_window(target);
+            send_window = target;
+        }
+        match step {
+            Step::Stop => break,
+            Step::Wait(deadline) => {
+                let sleep = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = telemetry.changed.notified() => {}
+                    _ = sleep => {}
+                }
+            }
+            Step::Send(work) => {
+                if let Err(e) = write_work(&conn, &mut streams, work).await {
+                    tracing::debug!(%e, "path write failed");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn write_work(
+    conn: &quinn::Connection,
+    streams: &mut HashMap<u64, quinn::SendStream>,
+    work: crate::state::ChunkWork,
+) -> Result<(), String> {
+    if !work.pieces.is_empty() {
+        let stream = match streams.entry(work.stream) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(v) => {
+                let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
+                let mut header = Vec::new();
+                wire::encode_chunk_stream_header(work.stream, &mut header)
+                    .map_err(|e| e.to_string())?;
+                stream.write_all(&header).await.map_err(|e| e.to_string())?;
+                v.insert(stream)
+            }
+        };
+        let _ = stream.set_priority(work.priority);
+        for (offset, parts) in work.pieces {
+            let len: usize = parts.iter().map(|p| p.len()).sum();
+            let mut header = Vec::new();
+            wire::encode_chunk_header(offset, len as u64, &mut header)
+                .map_err(|e| e.to_string())?;
+            stream.write_all(&header).await.map_err(|e| e.to_string())?;
+            for part in parts {
+                stream.write_chunk(part).await.map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    if work.all_granted {
+        if let Some(mut stream) = streams.remove(&work.stream) {
+            let _ = stream.finish();
+        }
+    }
+    Ok(())
+}
+
+/// Accepts the peer's chunk streams on this path.
+async fn recv_loop(shared: Arc<Shared>, path: PathId, conn: quinn::Connection) {
+    while let Ok(stream) = conn.accept_uni().await {
+        tokio::spawn(read_chunks(shared.clone(), path, stream).in_current_span());
+    }
+}
+
+async fn read_chunks(shared: Arc<Shared>, path: PathId, mut stream: quinn::RecvStream) {
+    let result: Result<(), ProtocolError> = async {
+        let Some(id) = wire::read_varint(&mut stream).await? else {
+            return Ok(());
+        };
+        while let Some((offset, data)) = wire::read_chunk(&mut stream).await? {
+            shared
+                .lock()
+                .on_chunk(path, id, offset, data, Instant::now())?;
+            shared.poke();
+        }
+        Ok(())
+    }
+    .await;
+    match result {
+        // The path or the stream went away: what it carried comes again on another path.
+        Err(ProtocolError::Wire(WireError::Io(_))) | Ok(()) => {}
+        Err(e) => shared.protocol_error(e),
+    }
+}
+
+/// Reads the peer's control frames on this path.
+async fn control_loop(shared: Arc<Shared>, path: PathId, mut recv: quinn::RecvStream) {
+    loop {
+        match wire::read_frame(&mut recv).await {
+            Ok(Some(frame)) => {
+                let result = shared.lock().on_frame(path, frame, Instant::now());
+                if let Err(e) = result {
+                    shared.protocol_error(e);
+                    return;
+                }
+                shared.poke();
+            }
+            Ok(None) | Err(WireError::Io(_)) => return,
+            Err(e) => {
+                shared.protocol_error(e.into());
+                return;
+            }
+        }
+    }
+}
+
+async fn watch_closed(shared: Arc<Shared>, path: PathId, conn: quinn::Connection) {
+    let error = conn.closed().await;
+    shared.on_quinn_closed(path, error);
+}
+
+/// Writes control frames, each on its path or on the one with the lowest one-way delay.
+async fn flush_control(shared: Arc<Shared>) {
+    loop {
+        shared.control_wake.notified().await;
+        loop {
+            let batches = {
+                let mut state = shared.lock();
+                if !state.has_control() {
+                    break;
+                }
+                let default_path = state.control_path();
+                let mut batches: BTreeMap<PathId, Vec<u8>> = BTreeMap::new();
+                for (target, frame) in state.drain_control() {
+                    let Some(path) = target.or(default_path) else {
+                        continue;
+                    };
+                    let buf = batches.entry(path).or_default();
+                    if let Err(e) = frame.encode(buf) {
+                        tracing::warn!(%e, ?frame, "cannot encode a control frame");
+                    }
+                }
+                batches
+                    .into_iter()
+                    .filter_map(|(path, buf)| {
+                        let entry = state.paths.get(&path).filter(|p| p.up)?;
+                        Some((entry.control.clone(), buf))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            for (control, buf) in batches {
+                // A failing path is noticed by its watcher, which repeats what was lost.
+                let _ = control.lock().await.write_all(&buf).await;
+            }
+        }
+        if Arc::strong_count(&shared) == 1 {
+            return;
+        }
+    }
+}
+
+/// How the client's first path becomes a session.
+pub(crate) async fn client_handshake(
+    endpoint: Arc<EndpointInner>,
+    local: SocketAddr,
+    remote: SocketAddr,
+    server_name: String,
+) -> Result<Connection, ConnectionError> {
+    let telemetry = endpoint.new_telemetry();
+    let (conn, local) = endpoint
+        .connect_quinn(local, remote, &server_name, &telemetry)
+        .await
+        .map_err(|e| ConnectionError::Handshake(e.to_string()))?;
+    let local_params = State::params(&endpoint.config);
+    let result = async {
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+        let mut buf = Vec::new();
+        Frame::NewSession {
+            params: local_params,
+        }
+        .encode(&mut buf)
+        .map_err(|e| e.to_string())?;
+        send.write_all(&buf).await.map_err(|e| e.to_string())?;
+        let answer = wire::read_frame(&mut recv)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((send, recv, answer))
+    }
+    .await;
+    let (send, recv, answer) = match result {
+        Ok(parts) => parts,
+        Err(reason) => {
+            if let Some(quinn::ConnectionError::ApplicationClosed(close)) = conn.close_reason() {
+                return Err(ConnectionError::Refused {
+                    code: close.error_code.into_inner(),
+                    reason: String::from_utf8_lossy(&close.reason).into_owned(),
+                });
+            }
+            return Err(ConnectionError::Handshake(reason));
+        }
+    };
+    match answer {
+        Some(Frame::Welcome {
+            session,
+            secret,
+            path,
+            params,
+        }) => {
+            let config = endpoint.config.clone();
+            let state = State::new(Side::Client, config, local_params, params);
+            let shared = Shared::new(state, session, secret, endpoint, server_name);
+            shared.add_path(
+                PathId(path),
+                conn,
+                telemetry,
+                send,
+                recv,
+                local,
+                PathStatus::Available,
+            );
+            Ok(Connection { shared })
+        }
+        Some(Frame::Refused { code, reason }) => Err(ConnectionError::Refused { code, reason }),
+        other => Err(ConnectionError::Handshake(format!(
+            "unexpected answer to a new session: {other:?}"
+        ))),
+    }
+}

@@ -1,0 +1,431 @@
+//! Endpoints: the quinn endpoints a side is bound to, TLS, and the server's session table.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use mpquic_sched::{PathId, PathStatus};
+use quinn::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use quinn::{IdleTimeout, TransportConfig, VarInt};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::config::Config;
+use crate::connection::{client_handshake, Connection, Shared};
+use crate::error::{codes, ConfigError, ConnectionError, PathError};
+use crate::session;
+use crate::state::{Side, State};
+use crate::telemetry::Telemetry;
+use crate::wire::{self, Frame, SessionId};
+
+/// How long a new path may take to say what it is.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections the server has accepted and not yet handed out; more wait in quinn.
+const ACCEPT_QUEUE: usize = 64;
+
+pub(crate) struct EndpointInner {
+    pub(crate) config: Arc<Config>,
+    client_tls: Option<quinn::ClientConfig>,
+    server: Option<ServerSide>,
+    bound: Mutex<Vec<quinn::Endpoint>>,
+}
+
+struct ServerSide {
+    tls: quinn::ServerConfig,
+    sessions: Mutex<HashMap<SessionId, Weak<Shared>>>,
+    accepted: mpsc::Sender<Connection>,
+}
+
+impl EndpointInner {
+    pub(crate) fn new_telemetry(&self) -> Arc<Telemetry> {
+        Telemetry::new(self.config.rtt_prior, self.config.bandwidth_prior)
+    }
+
+    /// quinn's settings for one path, reporting to `telemetry`.
+    fn transport(&self, telemetry: &Arc<Telemetry>) -> Arc<TransportConfig> {
+        let c = &self.config;
+        let varint = |v: u64| VarInt::from_u64(v).unwrap_or(VarInt::MAX);
+        let mut t = TransportConfig::default();
+        t.congestion_controller_factory(telemetry.factory(c.congestion.factory()))
+            // Distinct priorities give strict buckets and FCFS; fairness round-robins only
+            // incremental streams, which share a priority.
+            .send_fairness(true)
+            .max_concurrent_bidi_streams(1u32.into())
+            .max_concurrent_uni_streams(varint(
+                c.max_concurrent_bidi_streams + c.max_concurrent_uni_streams + 64,
+            ))
+            .stream_receive_window(varint(c.stream_receive_window))
+            .receive_window(varint(c.receive_window))
+            .send_window(256 * 1024)
+            .initial_rtt(c.rtt_prior)
+            .max_idle_timeout(IdleTimeout::try_from(c.idle_timeout).ok())
+            .keep_alive_interval(Some(c.idle_timeout / 3))
+            .datagram_receive_buffer_size(None);
+        Arc::new(t)
+    }
+
+    /// Connects a new quinn connection from `local` to `remote` (binding `local` if needed).
+    pub(crate) async fn connect_quinn(
+        &self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        server_name: &str,
+        telemetry: &Arc<Telemetry>,
+    ) -> Result<(quinn::Connection, SocketAddr), PathError> {
+        let mut tls = self.client_tls.clone().ok_or(PathError::NotClient)?;
+        tls.transport_config(self.transport(telemetry));
+        let endpoint = self.bind_client(local)?;
+        let bound = endpoint.local_addr().unwrap_or(local);
+        let conn = endpoint
+            .connect_with(tls, remote, server_name)
+            .map_err(|e| PathError::Handshake(e.to_string()))?
+            .await
+            .map_err(|e| PathError::Handshake(e.to_string()))?;
+        Ok((conn, bound))
+    }
+
+    fn bind_client(&self, local: SocketAddr) -> Result<quinn::Endpoint, PathError> {
+        let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        if local.port() != 0 {
+            if let Some(e) = bound.iter().find(|e| e.local_addr().ok() == Some(local)) {
+                return Ok(e.clone());
+            }
+        }
+        let endpoint = quinn::Endpoint::client(local).map_err(|e| PathError::Bind {
+            addr: local,
+            reason: e.to_string(),
+        })?;
+        bound.push(endpoint.clone());
+        Ok(endpoint)
+    }
+}
+
+/// A client or server bound to one or more local addresses.
+///
+/// A client connects from its first address and opens further paths with
+/// [`Connection::open_path`]; a server listens on every address and accepts both new sessions and
+/// joins of further paths to existing ones.
+pub struct Endpoint {
+    inner: Arc<EndpointInner>,
+    accepted: Option<tokio::sync::Mutex<mpsc::Receiver<Connection>>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local", &self.local_addrs())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// A client bound to `local` addresses (port 0 picks a free port), trusting `roots`.
+    /// Must run inside a tokio runtime.
+    pub fn client(
+        local: &[SocketAddr],
+        config: Config,
+        roots: quinn::rustls::RootCertStore,
+    ) -> Result<Self, ConfigError> {
+        let tls = quinn::ClientConfig::with_root_certificates(Arc::new(roots))
+            .map_err(|e| ConfigError::Tls(e.to_string()))?;
+        let inner = Arc::new(EndpointInner {
+            config: Arc::new(config),
+            client_tls: Some(tls),
+            server: None,
+            bound: Mutex::new(Vec::new()),
+        });
+        for addr in local {
+            inner.bind_client(*addr).map_err(|e| match e {
+                PathError::Bind { addr, reason } => ConfigError::Bind { addr, reason },
+                other => ConfigError::Tls(other.to_string()),
+            })?;
+        }
+        Ok(Self {
+            inner,
+            accepted: None,
+        })
+    }
+
+    /// A server listening on `local` addresses with a certificate chain and its key.
+    /// Must run inside a tokio runtime.
+    pub fn server(
+        local: &[SocketAddr],
+        config: Config,
+        cert_chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+    ) -> Result<Self, ConfigError> {
+        let tls = quinn::ServerConfig::with_single_cert(cert_chain, key)
+            .map_err(|e| ConfigError::Tls(e.to_string()))?;
+        let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
+        let inner = Arc::new(EndpointInner {
+            config: Arc::new(config),
+            client_tls: None,
+            server: Some(ServerSide {
+                tls: tls.clone(),
+                sessions: Mutex::new(HashMap::new()),
+                accepted: tx,
+            }),
+            bound: Mutex::new(Vec::new()),
+        });
+        for addr in local {
+            let endpoint =
+                quinn::Endpoint::server(tls.clone(), *addr).map_err(|e| ConfigError::Bind {
+                    addr: *addr,
+                    reason: e.to_string(),
+                })?;
+            inner
+                .bound
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(endpoint.clone());
+            tokio::spawn(listen(Arc::downgrade(&inner), endpoint));
+        }
+        Ok(Self {
+            inner,
+            accepted: Some(tokio::sync::Mutex::new(rx)),
+        })
+    }
+
+    /// The addresses this endpoint is bound to.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.inner
+            .bound
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(|e| e.local_addr().ok())
+            .collect()
+    }
+
+    /// Connects to a server from this endpoint's first address.
+    pub fn connect(&self, remote: SocketAddr, server_name: &str) -> Result<Connecting, PathError> {
+        let local = *self
+            .local_addrs()
+            .first()
+            .ok_or_else(|| PathError::Handshake("endpoint bound to no address".into()))?;
+        self.connect_from(local, remote, server_name)
+    }
+
+    /// Connects to a server from a given local address (bound on demand).
+    pub fn connect_from(
+        &self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        server_name: &str,
+    ) -> Result<Connecting, PathError> {
+        if self.inner.client_tls.is_none() {
+            return Err(PathError::NotClient);
+        }
+        let future = client_handshake(self.inner.clone(), local, remote, server_name.to_owned());
+        Ok(Connecting(Box::pin(future)))
+    }
+
+    /// The next new session (server only); `None` once the endpoint stops.
+    pub async fn accept(&self) -> Option<Connection> {
+        self.accepted.as_ref()?.lock().await.recv().await
+    }
+
+    /// Stops listening and closes every quinn endpoint.
+    pub fn close(&self) {
+        for endpoint in self
+            .inner
+            .bound
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            endpoint.close(0u32.into(), b"endpoint closed");
+        }
+    }
+}
+
+/// A connection on its way up: resolves once the first path has a session.
+pub struct Connecting(
+    Pin<Box<dyn Future<Output = Result<Connection, ConnectionError>> + Send + 'static>>,
+);
+
+impl std::fmt::Debug for Connecting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connecting")
+    }
+}
+
+impl Future for Connecting {
+    type Output = Result<Connection, ConnectionError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// Accepts quinn connections on one server address, each with its own telemetry.
+async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
+    while let Some(incoming) = endpoint.accept().await {
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let Some(server) = &inner.server else {
+            return;
+        };
+        let telemetry = inner.new_telemetry();
+        let mut tls = server.tls.clone();
+        tls.transport_config(inner.transport(&telemetry));
+        let local = endpoint.local_addr().unwrap_or(([0, 0, 0, 0], 0).into());
+        match incoming.accept_with(Arc::new(tls)) {
+            Ok(connecting) => {
+                tokio::spawn(
+                    async move {
+                        let Ok(conn) = connecting.await else {
+                            return;
+                        };
+                        if let Err(e) = tokio::time::timeout(
+                            HANDSHAKE_TIMEOUT,
+                            admit(&inner, conn.clone(), telemetry, local),
+                        )
+                        .await
+                        .unwrap_or(Err(Refusal::new(
+                            codes::PROTOCOL_VIOLATION,
+                            "no session frame in time",
+                        ))) {
+                            tracing::info!(code = e.code, reason = %e.reason, "path refused");
+                            conn.close(
+                                VarInt::from_u64(e.code).unwrap_or_default(),
+                                e.reason.as_bytes(),
+                            );
+                        }
+                    }
+                    .in_current_span(),
+                );
+            }
+            Err(e) => tracing::debug!(%e, "incoming connection failed"),
+        }
+    }
+}
+
+struct Refusal {
+    code: u64,
+    reason: String,
+}
+
+impl Refusal {
+    fn new(code: u64, reason: &str) -> Self {
+        Self {
+            code,
+            reason: reason.to_owned(),
+        }
+    }
+}
+
+/// Reads a new path's first frame: a new session, or a join that must prove its secret.
+async fn admit(
+    inner: &Arc<EndpointInner>,
+    conn: quinn::Connection,
+    telemetry: Arc<Telemetry>,
+    local: SocketAddr,
+) -> Result<(), Refusal> {
+    let server = inner
+        .server
+        .as_ref()
+        .ok_or(Refusal::new(codes::PROTOCOL_VIOLATION, "not a server"))?;
+    let (mut send, mut recv) = conn
+        .accept_bi()
+        .await
+        .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
+    let first = wire::read_frame(&mut recv)
+        .await
+        .map_err(|e| Refusal::new(codes::FRAME_ENCODING, &e.to_string()))?;
+    let local_params = State::params(&inner.config);
+    match first {
+        Some(Frame::NewSession { params }) => {
+            let (session, secret) = session::new_session()
+                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
+            let mut state = State::new(Side::Server, inner.config.clone(), local_params, params);
+            state.next_path_id = 1;
+            let shared = Shared::new(state, session, secret, inner.clone(), String::new());
+            let mut buf = Vec::new();
+            Frame::Welcome {
+                session,
+                secret,
+                path: 0,
+                params: local_params,
+            }
+            .encode(&mut buf)
+            .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
+            send.write_all(&buf)
+                .await
+                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
+            {
+                let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error.is_none()));
+                sessions.insert(session, Arc::downgrade(&shared));
+            }
+            shared.add_path(
+                PathId(0),
+                conn,
+                telemetry,
+                send,
+                recv,
+                local,
+                PathStatus::Available,
+            );
+            if server.accepted.send(Connection { shared }).await.is_err() {
+                tracing::debug!("endpoint gone; dropping a new session");
+            }
+            Ok(())
+        }
+        Some(Frame::Join { session, proof, .. }) => {
+            let shared = server
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&session)
+                .and_then(Weak::upgrade)
+                .ok_or(Refusal::new(codes::UNKNOWN_SESSION, "unknown session"))?;
+            let exported = session::exporter(&conn, session).ok_or(Refusal::new(
+                codes::JOIN_REFUSED,
+                "TLS exporter unavailable",
+            ))?;
+            if !session::verify(&shared.secret, session, &exported, &proof) {
+                return Err(Refusal::new(codes::JOIN_REFUSED, "wrong join secret"));
+            }
+            let id = {
+                let mut state = shared.lock();
+                if state.error.is_some() {
+                    return Err(Refusal::new(codes::UNKNOWN_SESSION, "session closed"));
+                }
+                if state.paths_up() >= state.config.max_paths {
+                    return Err(Refusal::new(codes::TOO_MANY_PATHS, "too many paths"));
+                }
+                let id = state.next_path_id;
+                state.next_path_id += 1;
+                id
+            };
+            let mut buf = Vec::new();
+            Frame::Joined { path: id }
+                .encode(&mut buf)
+                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
+            send.write_all(&buf)
+                .await
+                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
+            shared.add_path(
+                PathId(id),
+                conn,
+                telemetry,
+                send,
+                recv,
+                local,
+                PathStatus::Available,
+            );
+            Ok(())
+        }
+        _ => Err(Refusal::new(
+            codes::PROTOCOL_VIOLATION,
+            "expected a new session or a join",
+        )),
+    }
+}

@@ -1,0 +1,487 @@
+//! Receive-side reassembly of one logical stream.
+//!
+//! A stream's chunks arrive over several paths, so out of order, and a chunk lost with a path
+//! may be sent again on another one, possibly cut differently, so duplicated and overlapping.
+//! [`Reassembler`] buffers each byte once, checks that re-sent bytes match what is already
+//! buffered, and hands the bytes out in order as zero-copy slices of the received chunks.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+/// Why an insert was refused; nothing from a refused insert is stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ReassemblyError {
+    /// The bytes end beyond the flow-control limit.
+    #[error("stream data ends at {end}, beyond the flow-control limit {limit}")]
+    BeyondWindow {
+        /// The exclusive end of the refused bytes.
+        end: u64,
+        /// The limit they exceed.
+        limit: u64,
+    },
+    /// Re-sent bytes differ from the bytes already received at the same offsets.
+    #[error("stream data at offset {offset} differs from the data received before")]
+    Conflict {
+        /// The first offset whose byte differs.
+        offset: u64,
+    },
+    /// Offset plus length does not fit a `u64`.
+    #[error("stream data offset plus length overflows")]
+    Overflow,
+}
+
+/// Buffers a stream's out-of-order bytes and hands them out in order.
+///
+/// Memory stays within the flow-control window: everything buffered lies in
+/// `[read_offset(), limit)`, so `buffered() <= limit - read_offset()` as long as the caller
+/// never lowers `limit`.
+#[derive(Debug, Default)]
+pub(crate) struct Reassembler {
+    /// Buffered bytes by start offset: non-empty, non-overlapping, all at or after
+    /// `read_offset`.
+    ranges: BTreeMap<u64, Bytes>,
+    /// Bytes handed out so far.
+    read_offset: u64,
+    /// End of the in-order prefix received; cached because reads and flow control ask often.
+    contiguous_end: u64,
+    /// Bytes in `ranges`.
+    buffered: u64,
+    /// Largest `offset + len` accepted.
+    highest_end: u64,
+}
+
+impl Reassembler {
+    /// An empty stream: nothing received, nothing read.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts `data` received at `offset`; `limit` is the exclusive end the flow-control
+    /// window allows. Bytes already read are dropped unchecked; bytes already buffered must
+    /// match and are kept once. On error nothing is stored and nothing changes.
+    pub(crate) fn insert(
+        &mut self,
+        offset: u64,
+        data: Bytes,
+        limit: u64,
+    ) -> Result<(), ReassemblyError> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or(ReassemblyError::Overflow)?;
+        if end > limit {
+            return Err(ReassemblyError::BeyondWindow { end, limit });
+        }
+        // Bytes already handed out are gone, so their duplicates cannot be checked: skip them.
+        let start = offset.max(self.read_offset);
+        let parts = if start < end {
+            self.new_parts(start, &data.slice((start - offset) as usize..))?
+        } else {
+            Vec::new()
+        };
+        self.highest_end = self.highest_end.max(end);
+        for (at, part) in parts {
+            self.buffered += part.len() as u64;
+            self.ranges.insert(at, part);
+        }
+        while let Some(part) = self.ranges.get(&self.contiguous_end) {
+            self.contiguous_end += part.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// The parts of `data` (starting at `start`, at or after `read_offset`, non-empty) not yet
+    /// buffered, after checking that the parts already buffered are equal.
+    fn new_parts(&self, start: u64, data: &Bytes) -> Result<Vec<(u64, Bytes)>, ReassemblyError> {
+        let end = start + data.len() as u64;
+        // Index into `data` of an offset within [start, end].
+        let at = |offset: u64| (offset - start) as usize;
+        let mut parts = Vec::new();
+        // Offsets of `data` below `cursor` are either in `parts` or checked against `ranges`.
+        let mut cursor = start;
+        // The range starting before `start` may reach into `data`.
+        let before = self.ranges.range(..start).next_back();
+        for (&held_start, held) in before.into_iter().chain(self.ranges.range(start..end)) {
+            let held_end = held_start + held.len() as u64;
+            if held_end <= cursor {
+                continue;
+            }
+            if held_start > cursor {
+                parts.push((cursor, data.slice(at(cursor)..at(held_start))));
+            }
+            let from = held_start.max(cursor);
+            let to = held_end.min(end);
+            let ours = &data[at(from)..at(to)];
+            let theirs = &held[(from - held_start) as usize..(to - held_start) as usize];
+            if let Some(i) = ours.iter().zip(theirs).position(|(a, b)| a != b) {
+                return Err(ReassemblyError::Conflict {
+                    offset: from + i as u64,
+                });
+            }
+            cursor = to;
+        }
+        if cursor < end {
+            parts.push((cursor, data.slice(at(cursor)..)));
+        }
+        Ok(parts)
+    }
+
+    /// The next in-order bytes, at most `max`, as a zero-copy slice of a received chunk;
+    /// `None` if none are buffered at [`Reassembler::read_offset`] (or `max` is 0). One call
+    /// returns at most one received chunk's bytes, so call again for more.
+    pub(crate) fn read(&mut self, max: usize) -> Option<Bytes> {
+        if max == 0 {
+            return None;
+        }
+        let entry = self.ranges.first_entry()?;
+        if *entry.key() != self.read_offset {
+            return None;
+        }
+        let mut data = entry.remove();
+        let head = if data.len() > max {
+            let head = data.split_to(max);
+            self.ranges.insert(self.read_offset + max as u64, data);
+            head
+        } else {
+            data
+        };
+        self.read_offset += head.len() as u64;
+        self.buffered -= head.len() as u64;
+        Some(head)
+    }
+
+    /// Bytes handed out by [`Reassembler::read`] so far.
+    pub(crate) fn read_offset(&self) -> u64 {
+        self.read_offset
+    }
+
+    /// The end of the in-order prefix received, at least [`Reassembler::read_offset`]: every
+    /// byte below it has arrived.
+    pub(crate) fn contiguous_end(&self) -> u64 {
+        self.contiguous_end
+    }
+
+    /// Bytes held in memory.
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> u64 {
+        self.buffered
+    }
+
+    /// The largest `offset + len` ever accepted, zero-length inserts included, for checking a
+    /// final size against.
+    #[cfg(test)]
+    pub(crate) fn highest_end(&self) -> u64 {
+        self.highest_end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    use super::*;
+
+    fn bytes(data: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(data)
+    }
+
+    /// Reads everything in order.
+    fn read_all(r: &mut Reassembler) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(data) = r.read(usize::MAX) {
+            out.extend_from_slice(&data);
+        }
+        out
+    }
+
+    #[test]
+    fn in_order_reads_are_zero_copy() {
+        let mut r = Reassembler::new();
+        let data = bytes(b"hello world");
+        r.insert(0, data.clone(), 100).unwrap();
+        assert_eq!(r.contiguous_end(), 11);
+        assert_eq!(r.buffered(), 11);
+        let out = r.read(100).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(out.as_ptr(), data.as_ptr(), "a slice, not a copy");
+        assert_eq!((r.read_offset(), r.buffered()), (11, 0));
+        assert_eq!(r.read(100), None);
+    }
+
+    #[test]
+    fn read_respects_max() {
+        let mut r = Reassembler::new();
+        let data = bytes(b"abcdefgh");
+        r.insert(0, data.clone(), 8).unwrap();
+        let head = r.read(3).unwrap();
+        assert_eq!(&head[..], b"abc");
+        assert_eq!(head.as_ptr(), data.as_ptr());
+        assert_eq!((r.read_offset(), r.buffered()), (3, 5));
+        assert_eq!(&r.read(3).unwrap()[..], b"def");
+        assert_eq!(&r.read(3).unwrap()[..], b"gh");
+        assert_eq!(r.read(3), None);
+    }
+
+    #[test]
+    fn nothing_to_read() {
+        let mut r = Reassembler::new();
+        assert_eq!(r.read(10), None);
+        r.insert(5, bytes(b"later"), 100).unwrap();
+        assert_eq!(r.read(10), None, "a gap at the read offset");
+        r.insert(0, bytes(b"first"), 100).unwrap();
+        assert_eq!(r.read(0), None);
+        assert_eq!(read_all(&mut r), b"firstlater");
+    }
+
+    #[test]
+    fn out_of_order_fills_the_gap() {
+        let mut r = Reassembler::new();
+        r.insert(6, bytes(b"world"), 100).unwrap();
+        assert_eq!((r.contiguous_end(), r.buffered()), (0, 5));
+        r.insert(0, bytes(b"hel"), 100).unwrap();
+        assert_eq!(r.contiguous_end(), 3);
+        r.insert(3, bytes(b"lo "), 100).unwrap();
+        assert_eq!((r.contiguous_end(), r.buffered()), (11, 11));
+        assert_eq!(read_all(&mut r), b"hello world");
+        assert_eq!(r.contiguous_end(), r.read_offset());
+    }
+
+    #[test]
+    fn overflow() {
+        let mut r = Reassembler::new();
+        assert_eq!(
+            r.insert(u64::MAX - 1, bytes(b"ab"), u64::MAX),
+            Err(ReassemblyError::Overflow)
+        );
+        r.insert(u64::MAX - 1, bytes(b"a"), u64::MAX).unwrap();
+        assert_eq!(r.highest_end(), u64::MAX);
+    }
+
+    #[test]
+    fn beyond_window_stores_nothing() {
+        let mut r = Reassembler::new();
+        assert_eq!(
+            r.insert(8, bytes(b"abc"), 10),
+            Err(ReassemblyError::BeyondWindow { end: 11, limit: 10 })
+        );
+        assert_eq!((r.buffered(), r.highest_end()), (0, 0));
+        // Ending exactly at the limit is allowed.
+        r.insert(7, bytes(b"abc"), 10).unwrap();
+        assert_eq!((r.buffered(), r.highest_end()), (3, 10));
+    }
+
+    #[test]
+    fn bytes_already_read_are_dropped_unchecked() {
+        let mut r = Reassembler::new();
+        r.insert(0, bytes(b"abcd"), 100).unwrap();
+        assert_eq!(read_all(&mut r), b"abcd");
+        // Entirely consumed, even if different: dropped.
+        r.insert(0, bytes(b"xyz"), 100).unwrap();
+        assert_eq!(r.buffered(), 0);
+        // Partly consumed: only the new tail is kept.
+        r.insert(2, bytes(b"XYef"), 100).unwrap();
+        assert_eq!((r.buffered(), r.contiguous_end()), (2, 6));
+        assert_eq!(read_all(&mut r), b"ef");
+        assert_eq!(r.highest_end(), 6);
+    }
+
+    #[test]
+    fn equal_overlaps_are_stored_once() {
+        let mut r = Reassembler::new();
+        let data = b"0123456789abcdefghij";
+        r.insert(2, bytes(&data[2..5]), 100).unwrap();
+        r.insert(8, bytes(&data[8..10]), 100).unwrap();
+        r.insert(12, bytes(&data[12..18]), 100).unwrap();
+        assert_eq!(r.buffered(), 11);
+        // Spans three buffered ranges and the gaps around them.
+        r.insert(0, bytes(&data[0..16]), 100).unwrap();
+        assert_eq!((r.buffered(), r.contiguous_end()), (18, 18));
+        r.insert(0, bytes(&data[..]), 100).unwrap();
+        assert_eq!(r.buffered(), 20);
+        assert_eq!(read_all(&mut r), data);
+    }
+
+    #[test]
+    fn conflict_reports_the_first_differing_byte_and_stores_nothing() {
+        let mut r = Reassembler::new();
+        r.insert(2, bytes(b"cd"), 100).unwrap();
+        r.insert(6, bytes(b"gh"), 100).unwrap();
+        // New bytes around both ranges, but offset 7 differs: none of it is kept.
+        assert_eq!(
+            r.insert(0, bytes(b"abcdefgXij"), 100),
+            Err(ReassemblyError::Conflict { offset: 7 })
+        );
+        assert_eq!(
+            (r.buffered(), r.contiguous_end(), r.highest_end()),
+            (4, 0, 8)
+        );
+        // Two differences: the lower one is reported.
+        assert_eq!(
+            r.insert(3, bytes(b"Dxyz"), 100),
+            Err(ReassemblyError::Conflict { offset: 3 })
+        );
+        r.insert(0, bytes(b"abcdefghij"), 100).unwrap();
+        assert_eq!(read_all(&mut r), b"abcdefghij");
+    }
+
+    #[test]
+    fn zero_length_inserts() {
+        let mut r = Reassembler::new();
+        r.insert(5, Bytes::new(), 10).unwrap();
+        assert_eq!(
+            (r.buffered(), r.contiguous_end(), r.highest_end()),
+            (0, 0, 5)
+        );
+        assert_eq!(r.read(10), None);
+        assert_eq!(
+            r.insert(11, Bytes::new(), 10),
+            Err(ReassemblyError::BeyondWindow { end: 11, limit: 10 })
+        );
+        r.insert(0, bytes(b"ab"), 10).unwrap();
+        r.insert(2, Bytes::new(), 10).unwrap();
+        r.insert(1, Bytes::new(), 10).unwrap();
+        assert_eq!(read_all(&mut r), b"ab");
+    }
+
+    #[test]
+    fn highest_end_tracks_the_largest_end() {
+        let mut r = Reassembler::new();
+        r.insert(10, bytes(b"xy"), 100).unwrap();
+        r.insert(0, bytes(b"abc"), 100).unwrap();
+        assert_eq!(r.highest_end(), 12);
+        r.insert(20, bytes(b"z"), 100).unwrap();
+        assert_eq!(r.highest_end(), 21);
+    }
+
+    /// SplitMix64: the delivery order and read sizes, reproducible from the seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % n as u64) as usize
+        }
+    }
+
+    proptest! {
+        /// Chunks, duplicates and overlapping re-sends in random order, with reads in between,
+        /// and a sender that keeps within the window: the input comes out exactly.
+        #[test]
+        fn any_delivery_order_reassembles(
+            data in prop::collection::vec(any::<u8>(), 0..4096),
+            chunk_lens in prop::collection::vec(1usize..=512, 1..64),
+            resends in prop::collection::vec((any::<Index>(), any::<Index>()), 0..64),
+            extra_window in 0u64..2048,
+            seed in any::<u64>(),
+        ) {
+            let max_chunk = chunk_lens.iter().copied().max().unwrap_or(1);
+            let window = max_chunk as u64 + extra_window;
+            let mut pending: Vec<(u64, Bytes)> = Vec::new();
+            let mut at = 0;
+            for &len in chunk_lens.iter().cycle() {
+                if at >= data.len() {
+                    break;
+                }
+                let end = (at + len).min(data.len());
+                pending.push((at as u64, bytes(&data[at..end])));
+                at = end;
+            }
+            if !data.is_empty() {
+                for (start, len) in &resends {
+                    let start = start.index(data.len());
+                    let end = (start + 1 + len.index(max_chunk)).min(data.len());
+                    pending.push((start as u64, bytes(&data[start..end])));
+                }
+            }
+
+            let mut rng = Rng(seed);
+            let mut r = Reassembler::new();
+            let mut out = Vec::new();
+            // What has arrived, to check the reassembler's counters against.
+            let mut received = vec![false; data.len()];
+            let mut received_count = 0u64;
+            let mut model_contiguous = 0;
+            let mut model_highest = 0;
+            loop {
+                let limit = r.read_offset() + window;
+                let fitting: Vec<usize> = (0..pending.len())
+                    .filter(|&i| pending[i].0 + pending[i].1.len() as u64 <= limit)
+                    .collect();
+                if fitting.is_empty() || rng.below(3) == 0 {
+                    let max = 1 + rng.below(2 * max_chunk);
+                    match r.read(max) {
+                        Some(chunk) => {
+                            prop_assert!(!chunk.is_empty() && chunk.len() <= max);
+                            out.extend_from_slice(&chunk);
+                        }
+                        None if pending.is_empty() => break,
+                        // The chunk holding the read offset always fits the window.
+                        None => prop_assert!(!fitting.is_empty(), "stuck"),
+                    }
+                } else {
+                    let (offset, chunk) = pending.swap_remove(fitting[rng.below(fitting.len())]);
+                    let end = offset + chunk.len() as u64;
+                    r.insert(offset, chunk, limit).unwrap();
+                    for seen in &mut received[offset as usize..end as usize] {
+                        received_count += u64::from(!*seen);
+                        *seen = true;
+                    }
+                    while received.get(model_contiguous) == Some(&true) {
+                        model_contiguous += 1;
+                    }
+                    model_highest = model_highest.max(end);
+                }
+                prop_assert!(r.buffered() <= limit - r.read_offset());
+                prop_assert!(r.buffered() <= window);
+                prop_assert_eq!(r.buffered(), received_count - r.read_offset());
+                prop_assert_eq!(r.contiguous_end(), model_contiguous as u64);
+                prop_assert_eq!(r.highest_end(), model_highest);
+                prop_assert_eq!(r.read_offset(), out.len() as u64);
+            }
+            prop_assert_eq!(out, data);
+            prop_assert_eq!(r.buffered(), 0);
+        }
+
+        /// One differing byte in a re-send over buffered bytes is a conflict at that byte, and
+        /// changes nothing.
+        #[test]
+        fn a_differing_byte_conflicts(
+            data in prop::collection::vec(any::<u8>(), 1..1024),
+            pieces in prop::collection::vec((any::<Index>(), any::<Index>()), 1..8),
+            target in any::<Index>(),
+            before in any::<Index>(),
+            after in any::<Index>(),
+            flip in 1u8..=255,
+        ) {
+            let len = data.len() as u64;
+            let mut r = Reassembler::new();
+            let mut held = vec![false; data.len()];
+            for (start, size) in &pieces {
+                let start = start.index(data.len());
+                let end = start + 1 + size.index(data.len() - start);
+                r.insert(start as u64, bytes(&data[start..end]), len).unwrap();
+                held[start..end].iter_mut().for_each(|h| *h = true);
+            }
+            let held: Vec<usize> = (0..data.len()).filter(|&i| held[i]).collect();
+            let pos = held[target.index(held.len())];
+            let start = pos - before.index(pos + 1);
+            let end = pos + 1 + after.index(data.len() - pos);
+            let mut resend = data[start..end].to_vec();
+            resend[pos - start] ^= flip;
+
+            let state = (r.buffered(), r.contiguous_end(), r.highest_end());
+            prop_assert_eq!(
+                r.insert(start as u64, Bytes::from(resend), len),
+                Err(ReassemblyError::Conflict { offset: pos as u64 })
+            );
+            prop_assert_eq!((r.buffered(), r.contiguous_end(), r.highest_end()), state);
+            // Nothing of the bad re-send was kept: the true bytes still fit and come out.
+            r.insert(0, bytes(&data), len).unwrap();
+            prop_assert_eq!(read_all(&mut r), data);
+        }
+    }
+}

@@ -1,0 +1,1196 @@
+//! The multipath layer's state machine: streams, flow control, data acks and re-injection.
+//!
+//! Everything here is synchronous and runs under the connection's one lock; the async tasks in
+//! [`connection`](crate::connection) do the I/O and call in. Peer input arrives through
+//! [`State::on_chunk`] and [`State::on_frame`]; anything malformed becomes a [`ProtocolError`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use mpquic_sched::{PathId, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
+use tokio::sync::{broadcast, Notify};
+
+use crate::config::Config;
+use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
+use crate::reassembly::{Reassembler, ReassemblyError};
+use crate::send_buffer::{RangeSet, SendBuffer};
+use crate::telemetry::Telemetry;
+use crate::wire::{Frame, Params};
+use crate::PathEvent;
+
+/// Largest grant asked of the scheduler at once, so that decisions stay close to the wire.
+pub(crate) const MAX_GRANT: u64 = 64 * 1024;
+
+/// Which end of the connection this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Opened the connection and opens paths.
+    Client,
+    /// Accepted it.
+    Server,
+}
+
+/// Stream kinds, indexing the per-kind arrays below.
+const BIDI: usize = 0;
+const UNI: usize = 1;
+
+fn kind(id: u64) -> usize {
+    if id & 2 == 0 {
+        BIDI
+    } else {
+        UNI
+    }
+}
+
+fn initiator(id: u64) -> Side {
+    if id & 1 == 0 {
+        Side::Client
+    } else {
+        Side::Server
+    }
+}
+
+pub(crate) fn stream_id(side: Side, kind_index: usize, seq: u64) -> u64 {
+    (seq << 2) | ((kind_index as u64) << 1) | u64::from(side == Side::Server)
+}
+
+/// Bytes a stream sent on each path (shared with its [`SendStream`](crate::SendStream) so they
+/// outlive the stream's state).
+#[derive(Debug, Default)]
+pub(crate) struct StreamCounters {
+    per_path: Mutex<BTreeMap<PathId, u64>>,
+    resent: AtomicU64,
+}
+
+impl StreamCounters {
+    fn add(&self, path: PathId, bytes: u64) {
+        let mut map = self.per_path.lock().unwrap_or_else(|e| e.into_inner());
+        *map.entry(path).or_default() += bytes;
+    }
+
+    pub(crate) fn per_path(&self) -> BTreeMap<PathId, u64> {
+        self.per_path
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn resent(&self) -> u64 {
+        self.resent.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct SendState {
+    buf: SendBuffer,
+    /// Everything below is acknowledged by the receiver.
+    acked: u64,
+    /// The first byte never granted.
+    next_fresh: u64,
+    /// Bytes handed to the scheduler (within flow control); `next_fresh <= released`.
+    released: u64,
+    resend: RangeSet,
+    /// Granted and not yet acknowledged: start offset -> (end, path).
+    in_flight: BTreeMap<u64, (u64, PathId)>,
+    max_stream_data: u64,
+    fin: Option<u64>,
+    reset: Option<u64>,
+    stopped: Option<u64>,
+    meta: StreamMeta,
+    arrival: u32,
+    writer: Option<Waker>,
+    pub(crate) counters: Arc<StreamCounters>,
+}
+
+impl SendState {
+    fn new(id: u64, max_stream_data: u64, arrival: u32) -> Self {
+        Self {
+            buf: SendBuffer::default(),
+            acked: 0,
+            next_fresh: 0,
+            released: 0,
+            resend: RangeSet::default(),
+            in_flight: BTreeMap::new(),
+            max_stream_data,
+            fin: None,
+            reset: None,
+            stopped: None,
+            meta: StreamMeta::new(StreamId(id)),
+            arrival,
+            writer: None,
+            counters: Arc::default(),
+        }
+    }
+
+    /// Nothing is left to grant: the per-path quinn streams can be finished.
+    fn all_granted(&self) -> bool {
+        self.fin == Some(self.next_fresh) && self.resend.is_empty()
+    }
+
+    fn wake(&mut self) {
+        if let Some(w) = self.writer.take() {
+            w.wake();
+        }
+    }
+
+    /// quinn priority of this stream's per-path streams: urgency bucket first, then arrival
+    /// order (earlier first) unless incremental, where quinn's fairness round-robins.
+    fn quinn_priority(&self) -> i32 {
+        let bucket = i32::from(Urgency::LOWEST.get() - self.meta.urgency.get());
+        if self.meta.incremental {
+            bucket << 20
+        } else {
+            (bucket << 20) | (0xFFFFF - (self.arrival & 0xFFFFF) as i32)
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct RecvState {
+    reasm: Reassembler,
+    /// The window end advertised to the peer.
+    max_stream_data: u64,
+    final_size: Option<u64>,
+    /// Highest end offset counted against the connection window.
+    counted_end: u64,
+    reset: Option<u64>,
+    stopped: bool,
+    /// The last data ack queued (offset, fin).
+    acked: (u64, bool),
+    reader: Option<Waker>,
+}
+
+impl RecvState {
+    fn new(window: u64) -> Self {
+        Self {
+            reasm: Reassembler::new(),
+            max_stream_data: window,
+            final_size: None,
+            counted_end: 0,
+            reset: None,
+            stopped: false,
+            acked: (0, false),
+            reader: None,
+        }
+    }
+
+    fn wake(&mut self) {
+        if let Some(w) = self.reader.take() {
+            w.wake();
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.final_size == Some(self.reasm.contiguous_end())
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    pub(crate) send: Option<SendState>,
+    pub(crate) recv: Option<RecvState>,
+}
+
+/// One path as the connection sees it.
+#[derive(Debug)]
+pub(crate) struct PathEntry {
+    pub(crate) conn: quinn::Connection,
+    pub(crate) telemetry: Arc<Telemetry>,
+    pub(crate) status: PathStatus,
+    pub(crate) up: bool,
+    pub(crate) local: SocketAddr,
+    pub(crate) remote: SocketAddr,
+    pub(crate) control: Arc<tokio::sync::Mutex<quinn::SendStream>>,
+    /// Wakes the path's sender: data was queued or something changed.
+    pub(crate) wake: Arc<Notify>,
+    /// Logical streams whose per-path quinn streams are done: `true` to reset them (the
+    /// stream was reset), `false` to finish them (nothing more will be sent).
+    pub(crate) retire: Vec<(u64, bool)>,
+    pub(crate) bytes_sent: u64,
+    pub(crate) bytes_received: u64,
+    pub(crate) opened: Instant,
+    pub(crate) last_estimate_event: Option<Instant>,
+    pub(crate) generation: u64,
+}
+
+/// The chunks one grant turned into.
+#[derive(Debug)]
+pub(crate) struct ChunkWork {
+    pub(crate) stream: u64,
+    pub(crate) priority: i32,
+    pub(crate) pieces: Vec<(u64, Vec<Bytes>)>,
+    /// No more bytes of this stream will be granted unless a path fails.
+    pub(crate) all_granted: bool,
+}
+
+/// What a path's sender does next.
+#[derive(Debug)]
+pub(crate) enum Step {
+    Stop,
+    Send(ChunkWork),
+    Wait(Option<Instant>),
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) side: Side,
+    pub(crate) config: Arc<Config>,
+    pub(crate) scheduler: Box<dyn Scheduler>,
+    pub(crate) local_params: Params,
+    pub(crate) peer_params: Params,
+    pub(crate) paths: BTreeMap<PathId, PathEntry>,
+    pub(crate) streams: BTreeMap<u64, Stream>,
+    next_local_seq: [u64; 2],
+    peer_max_streams: [u64; 2],
+    remote_next_seq: [u64; 2],
+    local_max_streams: [u64; 2],
+    pub(crate) incoming: [VecDeque<u64>; 2],
+    send_max_data: u64,
+    released_total: u64,
+    recv_max_data: u64,
+    recv_total: u64,
+    consumed_total: u64,
+    /// Frames to send, with the path they must go on if any.
+    pub(crate) control: VecDeque<(Option<PathId>, Frame)>,
+    pending_acks: BTreeMap<u64, (u64, bool)>,
+    pending_max_stream_data: BTreeMap<u64, u64>,
+    max_data_dirty: bool,
+    max_streams_dirty: [bool; 2],
+    arrivals: u32,
+    pub(crate) error: Option<ConnectionError>,
+    pub(crate) events: broadcast::Sender<PathEvent>,
+    /// The server's next path id.
+    pub(crate) next_path_id: u32,
+}
+
+impl State {
+    pub(crate) fn new(side: Side, config: Arc<Config>, local: Params, peer: Params) -> Self {
+        let scheduler = (config.scheduler)();
+        Self {
+            side,
+            scheduler,
+            local_params: local,
+            peer_params: peer,
+            paths: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            next_local_seq: [0; 2],
+            peer_max_streams: [peer.max_bidi_streams, peer.max_uni_streams],
+            remote_next_seq: [0; 2],
+            local_max_streams: [local.max_bidi_streams, local.max_uni_streams],
+            incoming: [VecDeque::new(), VecDeque::new()],
+            send_max_data: peer.max_data,
+            released_total: 0,
+            recv_max_data: local.max_data,
+            recv_total: 0,
+            consumed_total: 0,
+            control: VecDeque::new(),
+            pending_acks: BTreeMap::new(),
+            pending_max_stream_data: BTreeMap::new(),
+            max_data_dirty: false,
+            max_streams_dirty: [false; 2],
+            arrivals: 0,
+            error: None,
+            events: broadcast::channel(256).0,
+            next_path_id: 0,
+            config,
+        }
+    }
+
+    pub(crate) fn params(config: &Config) -> Params {
+        Params {
+            max_data: config.receive_window,
+            max_stream_data: config.stream_receive_window,
+            max_bidi_streams: config.max_concurrent_bidi_streams,
+            max_uni_streams: config.max_concurrent_uni_streams,
+        }
+    }
+
+    fn wake_paths(&self) {
+        for path in self.paths.values().filter(|p| p.up) {
+            path.wake.notify_one();
+        }
+    }
+
+    pub(crate) fn paths_up(&self) -> usize {
+        self.paths.values().filter(|p| p.up).count()
+    }
+
+    /// The up path with the lowest one-way delay towards the peer: where acks and other
+    /// control frames go ([SEC]'s uplink choice).
+    pub(crate) fn control_path(&self) -> Option<PathId> {
+        self.paths
+            .iter()
+            .filter(|(_, p)| p.up)
+            .min_by_key(|(_, p)| {
+                let t = p.telemetry.lock();
+                (
+                    p.status != PathStatus::Available,
+                    t.one_way.estimate(&t.rtt),
+                )
+            })
+            .map(|(id, _)| *id)
+    }
+
+    // ---- streams opened and accepted here ----
+
+    /// Opens a local stream if the peer's limit allows.
+    pub(crate) fn open(&mut self, uni: bool, now: Instant) -> Option<u64> {
+        let k = if uni { UNI } else { BIDI };
+        if self.next_local_seq[k] >= self.peer_max_streams[k] {
+            return None;
+        }
+        let id = stream_id(self.side, k, self.next_local_seq[k]);
+        self.next_local_seq[k] += 1;
+        let mut stream = Stream::default();
+        stream.send = Some(self.new_send(id, now));
+        if !uni {
+            stream.recv = Some(RecvState::new(self.local_params.max_stream_data));
+        }
+        self.streams.insert(id, stream);
+        Some(id)
+    }
+
+    fn new_send(&mut self, id: u64, now: Instant) -> SendState {
+        self.arrivals = self.arrivals.wrapping_add(1);
+        let send = SendState::new(id, self.peer_params.max_stream_data, self.arrivals);
+        // Opening can only fail for a duplicate id, which the id counters rule out.
+        let _ = self.scheduler.on_stream_opened(now, &send.meta);
+        send
+    }
+
+    /// Checks the stream the peer refers to and opens remote streams implicitly (QUIC's rule: a
+    /// stream opens every lower one of its kind too). `Ok(false)`: a stream that is already over.
+    fn peer_stream(&mut self, id: u64, now: Instant) -> Result<bool, ProtocolError> {
+        let k = kind(id);
+        let seq = id >> 2;
+        if initiator(id) == self.side {
+            if seq >= self.next_local_seq[k] {
+                return Err(ProtocolError::StreamState(id));
+            }
+            return Ok(self.streams.contains_key(&id));
+        }
+        if seq >= self.local_max_streams[k] {
+            return Err(ProtocolError::StreamLimit(id));
+        }
+        while self.remote_next_seq[k] <= seq {
+            let new_id = stream_id(initiator(id), k, self.remote_next_seq[k]);
+            self.remote_next_seq[k] += 1;
+            let mut stream = Stream {
+                send: None,
+                recv: Some(RecvState::new(self.local_params.max_stream_data)),
+            };
+            if k == BIDI {
+                stream.send = Some(self.new_send(new_id, now));
+            }
+            self.streams.insert(new_id, stream);
+            self.incoming[k].push_back(new_id);
+        }
+        Ok(self.streams.contains_key(&id))
+    }
+
+    pub(crate) fn accept(&mut self, uni: bool) -> Option<u64> {
+        self.incoming[if uni { UNI } else { BIDI }].pop_front()
+    }
+
+    /// Removes a stream whose halves are both over, and gives the peer a new stream credit.
+    fn maybe_remove(&mut self, id: u64) {
+        let done = self
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.send.is_none() && s.recv.is_none());
+        if done {
+            self.streams.remove(&id);
+            if initiator(id) != self.side {
+                let k = kind(id);
+                self.local_max_streams[k] += 1;
+                self.max_streams_dirty[k] = true;
+            }
+        }
+    }
+
+    // ---- the sending half ----
+
+    pub(crate) fn send_counters(&self, id: u64) -> Option<Arc<StreamCounters>> {
+        Some(self.streams.get(&id)?.send.as_ref()?.counters.clone())
+    }
+
+    fn conn_error<T>(&self) -> Result<T, ConnectionError> {
+        Err(self.error.clone().unwrap_or(ConnectionError::LocallyClosed))
+    }
+
+    /// Copies as much of `data` as the stream's send buffer takes; `Ok(0)` with a stored waker
+    /// means "full, try again when woken".
+    pub(crate) fn write(
+        &mut self,
+        id: u64,
+        data: &[u8],
+        waker: &Waker,
+        now: Instant,
+    ) -> Result<usize, WriteError> {
+        if self.error.is_some() {
+            return Ok(self.conn_error()?);
+        }
+        let limit = self.config.send_buffer;
+        let send = self
+            .streams
+            .get_mut(&id)
+            .and_then(|s| s.send.as_mut())
+            .ok_or(WriteError::ClosedStream)?;
+        if let Some(code) = send.stopped {
+            return Err(WriteError::Stopped(code));
+        }
+        if send.fin.is_some() || send.reset.is_some() {
+            return Err(WriteError::ClosedStream);
+        }
+        let space = limit.saturating_sub(send.buf.len());
+        if space == 0 {
+            send.writer = Some(waker.clone());
+            return Ok(0);
+        }
+        let n = (space as usize).min(data.len());
+        send.buf.push(Bytes::copy_from_slice(&data[..n]));
+        self.release(id, now);
+        Ok(n)
+    }
+
+    /// Hands newly written bytes to the scheduler as far as flow control allows.
+    fn release(&mut self, id: u64, now: Instant) {
+        let conn_room = self.send_max_data.saturating_sub(self.released_total);
+        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            return;
+        };
+        if send.reset.is_some() {
+            return;
+        }
+        let limit = send.buf.end().min(send.max_stream_data);
+        let n = limit.saturating_sub(send.released).min(conn_room);
+        if n == 0 {
+            return;
+        }
+        send.released += n;
+        self.released_total += n;
+        let _ = self.scheduler.on_data_queued(now, StreamId(id), n);
+        self.wake_paths();
+    }
+
+    fn release_all(&mut self, now: Instant) {
+        let ids: Vec<u64> = self.streams.keys().copied().collect();
+        for id in ids {
+            self.release(id, now);
+        }
+    }
+
+    pub(crate) fn finish(&mut self, id: u64, now: Instant) -> Result<(), WriteError> {
+        let send = self
+            .streams
+            .get_mut(&id)
+            .and_then(|s| s.send.as_mut())
+            .ok_or(WriteError::ClosedStream)?;
+        if send.fin.is_some() || send.reset.is_some() {
+            return Err(WriteError::ClosedStream);
+        }
+        let final_size = send.buf.end();
+        send.fin = Some(final_size);
+        let all_granted = send.all_granted();
+        let _ = self.scheduler.on_stream_finished(now, StreamId(id));
+        self.control.push_back((
+            None,
+            Frame::Fin {
+                stream: id,
+                final_size,
+            },
+        ));
+        if all_granted {
+            self.retire(id, false);
+        }
+        self.wake_paths();
+        Ok(())
+    }
+
+    pub(crate) fn reset(&mut self, id: u64, code: u64, now: Instant) -> Result<(), WriteError> {
+        let send = self
+            .streams
+            .get_mut(&id)
+            .and_then(|s| s.send.as_mut())
+            .ok_or(WriteError::ClosedStream)?;
+        if send.reset.is_some() {
+            return Err(WriteError::ClosedStream);
+        }
+        self.reset_send(id, code, now);
+        Ok(())
+    }
+
+    /// Abandons a stream's sending: the receiver is told the final size and the buffers go.
+    fn reset_send(&mut self, id: u64, code: u64, now: Instant) {
+        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            return;
+        };
+        send.reset = Some(code);
+        send.buf = SendBuffer::default();
+        send.resend = RangeSet::default();
+        send.in_flight.clear();
+        send.wake();
+        let final_size = send.next_fresh;
+        self.scheduler.on_stream_closed(now, StreamId(id));
+        self.control.push_back((
+            None,
+            Frame::ResetStream {
+                stream: id,
+                code,
+                final_size,
+            },
+        ));
+        self.retire(id, true);
+    }
+
+    /// Tells every path's sender that the stream's quinn streams are done.
+    fn retire(&mut self, id: u64, reset: bool) {
+        for path in self.paths.values_mut() {
+            path.retire.push((id, reset));
+            path.wake.notify_one();
+        }
+    }
+
+    pub(crate) fn set_meta(
+        &mut self,
+        id: u64,
+        change: impl FnOnce(&mut StreamMeta),
+        now: Instant,
+    ) -> Result<(), WriteError> {
+        let send = self
+            .streams
+            .get_mut(&id)
+            .and_then(|s| s.send.as_mut())
+            .ok_or(WriteError::ClosedStream)?;
+        change(&mut send.meta);
+        let meta = send.meta;
+        let _ = self.scheduler.on_stream_updated(now, &meta);
+        self.wake_paths();
+        Ok(())
+    }
+
+    /// Turns a grant into chunks: re-sends first, then new bytes.
+    pub(crate) fn take_grant(
+        &mut self,
+        path: PathId,
+        stream: StreamId,
+        bytes: u64,
+    ) -> Option<ChunkWork> {
+        let send = self.streams.get_mut(&stream.0)?.send.as_mut()?;
+        if send.reset.is_some() {
+            return None;
+        }
+        let mut budget = bytes;
+        let mut ranges = Vec::new();
+        while budget > 0 {
+            let Some(range) = send.resend.pop_front(budget) else {
+                break;
+            };
+            budget -= range.end - range.start;
+            send.counters
+                .resent
+                .fetch_add(range.end - range.start, Ordering::Relaxed);
+            ranges.push(range);
+        }
+        let fresh = budget.min(send.released - send.next_fresh);
+        if fresh > 0 {
+            ranges.push(send.next_fresh..send.next_fresh + fresh);
+            send.next_fresh += fresh;
+        }
+        let mut pieces = Vec::with_capacity(ranges.len());
+        let mut sent = 0;
+        for range in ranges {
+            let start = range.start.max(send.acked);
+            if start >= range.end {
+                continue;
+            }
+            send.in_flight.insert(start, (range.end, path));
+            sent += range.end - start;
+            pieces.push((start, send.buf.slice(start..range.end)));
+        }
+        send.counters.add(path, sent);
+        let work = ChunkWork {
+            stream: stream.0,
+            priority: send.quinn_priority(),
+            pieces,
+            all_granted: send.all_granted(),
+        };
+        if let Some(entry) = self.paths.get_mut(&path) {
+            entry.bytes_sent += sent;
+        }
+        Some(work)
+    }
+
+    fn on_data_ack(
+        &mut self,
+        id: u64,
+        offset: u64,
+        fin: bool,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        if !self.peer_stream(id, now)? {
+            return Ok(());
+        }
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return Ok(());
+        };
+        let Some(send) = stream.send.as_mut() else {
+            return Err(ProtocolError::StreamState(id));
+        };
+        if send.reset.is_some() {
+            if fin {
+                stream.send = None;
+                self.maybe_remove(id);
+            }
+            return Ok(());
+        }
+        if offset > send.next_fresh {
+            return Err(ProtocolError::UnexpectedFrame(
+                "data ack beyond the data sent",
+            ));
+        }
+        if offset > send.acked {
+            send.acked = offset;
+            send.buf.ack_to(offset);
+            send.resend.remove_below(offset);
+            while let Some(entry) = send.in_flight.first_entry() {
+                let (end, _) = *entry.get();
+                if end <= offset {
+                    entry.remove();
+                } else if *entry.key() < offset {
+                    let (start, (end, path)) = entry.remove_entry();
+                    let _ = start;
+                    send.in_flight.insert(offset, (end, path));
+                    break;
+                } else {
+                    break;
+                }
+            }
+            send.wake();
+        }
+        if fin && send.fin == Some(offset) {
+            stream.send = None;
+            self.scheduler.on_stream_closed(now, StreamId(id));
+            self.retire(id, false);
+            self.maybe_remove(id);
+        }
+        Ok(())
+    }
+
+    // ---- the receiving half ----
+
+    /// A chunk arrived on `path`.
+    pub(crate) fn on_chunk(
+        &mut self,
+        path: PathId,
+        id: u64,
+        offset: u64,
+        data: Bytes,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        let len = data.len() as u64;
+        if let Some(entry) = self.paths.get_mut(&path) {
+            entry.bytes_received += len;
+        }
+        let conn_limit = self.recv_max_data;
+        let recv_total = self.recv_total;
+        if !self.peer_stream(id, now)? {
+            return Ok(());
+        }
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return Ok(());
+        };
+        let Some(recv) = stream.recv.as_mut() else {
+            return Err(ProtocolError::StreamState(id));
+        };
+        let end = offset.checked_add(len).ok_or(ProtocolError::StreamWindow {
+            stream: id,
+            end: u64::MAX,
+            limit: recv.max_stream_data,
+        })?;
+        if recv.final_size.is_some_and(|f| end > f) {
+            return Err(ProtocolError::FinalSize(id));
+        }
+        if end > recv.max_stream_data {
+            return Err(ProtocolError::StreamWindow {
+                stream: id,
+                end,
+                limit: recv.max_stream_data,
+            });
+        }
+        let grown = end.saturating_sub(recv.counted_end);
+        if recv_total + grown > conn_limit {
+            return Err(ProtocolError::ConnectionWindow {
+                received: recv_total + grown,
+                limit: conn_limit,
+            });
+        }
+        if recv.stopped || recv.reset.is_some() {
+            return Ok(());
+        }
+        recv.reasm
+            .insert(offset, data, recv.max_stream_data)
+            .map_err(|e| match e {
+                ReassemblyError::Conflict { offset } => {
+                    ProtocolError::ConflictingData { stream: id, offset }
+                }
+                ReassemblyError::BeyondWindow { end, limit } => ProtocolError::StreamWindow {
+                    stream: id,
+                    end,
+                    limit,
+                },
+                ReassemblyError::Overflow => ProtocolError::StreamWindow {
+                    stream: id,
+                    end: u64::MAX,
+                    limit: conn_limit,
+                },
+            })?;
+        recv.counted_end = recv.counted_end.max(end);
+        self.recv_total += grown;
+        Self::queue_ack(&mut self.pending_acks, id, recv);
+        recv.wake();
+        Ok(())
+    }
+
+    /// Queues a data ack if the in-order prefix grew or the stream completed.
+    fn queue_ack(pending: &mut BTreeMap<u64, (u64, bool)>, id: u64, recv: &mut RecvState) {
+        let ack = (recv.reasm.contiguous_end(), recv.complete());
+        if ack != recv.acked {
+            recv.acked = ack;
+            pending.insert(id, ack);
+        }
+    }
+
+    /// The next bytes of a stream for the application: `Ok(Some)` data, `Ok(None)` end of
+    /// stream, `Err` reset or closed; `None` outer means "wait" (the waker is stored).
+    pub(crate) fn read(
+        &mut self,
+        id: u64,
+        max: usize,
+        waker: &Waker,
+    ) -> Option<Result<Option<Bytes>, ReadError>> {
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return Some(Err(ReadError::ClosedStream));
+        };
+        let Some(recv) = stream.recv.as_mut() else {
+            return Some(Err(ReadError::ClosedStream));
+        };
+        if let Some(code) = recv.reset {
+            stream.recv = None;
+            self.maybe_remove(id);
+            return Some(Err(ReadError::Reset(code)));
+        }
+        if let Some(data) = recv.reasm.read(max) {
+            let n = data.len() as u64;
+            self.consumed_total += n;
+            let window = self.local_params.max_stream_data;
+            let read_to = recv.reasm.read_offset();
+            if recv.final_size.is_none() && recv.max_stream_data - read_to < window / 2 {
+                recv.max_stream_data = read_to + window;
+                self.pending_max_stream_data
+                    .insert(id, recv.max_stream_data);
+            }
+            let conn_window = self.local_params.max_data;
+            if self.recv_max_data - self.consumed_total < conn_window / 2 {
+                self.recv_max_data = self.consumed_total + conn_window;
+                self.max_data_dirty = true;
+            }
+            return Some(Ok(Some(data)));
+        }
+        if recv.final_size == Some(recv.reasm.read_offset()) {
+            stream.recv = None;
+            self.maybe_remove(id);
+            return Some(Ok(None));
+        }
+        if let Some(e) = &self.error {
+            return Some(Err(ReadError::ConnectionLost(e.clone())));
+        }
+        recv.reader = Some(waker.clone());
+        None
+    }
+
+    /// The application will not read this stream any more.
+    pub(crate) fn stop(&mut self, id: u64, code: u64) -> Result<(), ReadError> {
+        let recv = self
+            .streams
+            .get_mut(&id)
+            .and_then(|s| s.recv.as_mut())
+            .ok_or(ReadError::ClosedStream)?;
+        if recv.stopped {
+            return Err(ReadError::ClosedStream);
+        }
+        recv.stopped = true;
+        // Give back the connection credit the discarded bytes held.
+        let held = recv.counted_end - recv.reasm.read_offset();
+        recv.reasm = Reassembler::new();
+        self.consumed_total += held;
+        if recv.complete() || recv.reset.is_some() {
+            self.streams.get_mut(&id).map(|s| s.recv = None);
+            self.maybe_remove(id);
+        } else {
+            self.control
+                .push_back((None, Frame::StopSending { stream: id, code }));
+        }
+        Ok(())
+    }
+
+    // ---- frames ----
+
+    pub(crate) fn on_frame(
+        &mut self,
+        path: PathId,
+        frame: Frame,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        match frame {
+            Frame::MaxData { max } => {
+                if max > self.send_max_data {
+                    self.send_max_data = max;
+                    self.release_all(now);
+                }
+            }
+            Frame::MaxStreamData { stream: id, max } => {
+                if !self.peer_stream(id, now)? {
+                    return Ok(());
+                }
+                let Some(stream) = self.streams.get_mut(&id) else {
+                    return Ok(());
+                };
+                let send = stream.send.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                if max > send.max_stream_data {
+                    send.max_stream_data = max;
+                    self.release(id, now);
+                }
+            }
+            Frame::MaxStreams { uni, count } => {
+                let k = if uni { UNI } else { BIDI };
+                self.peer_max_streams[k] = self.peer_max_streams[k].max(count);
+            }
+            Frame::DataAck {
+                stream,
+                offset,
+                fin,
+            } => self.on_data_ack(stream, offset, fin, now)?,
+            Frame::Fin {
+                stream: id,
+                final_size,
+            } => {
+                if !self.peer_stream(id, now)? {
+                    return Ok(());
+                }
+                let Some(stream) = self.streams.get_mut(&id) else {
+                    return Ok(());
+                };
+                let recv = stream.recv.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                if recv.final_size.is_some_and(|f| f != final_size)
+                    || final_size < recv.counted_end
+                    || final_size > recv.max_stream_data
+                {
+                    return Err(ProtocolError::FinalSize(id));
+                }
+                recv.final_size = Some(final_size);
+                Self::queue_ack(&mut self.pending_acks, id, recv);
+                recv.wake();
+            }
+            Frame::ResetStream {
+                stream: id,
+                code,
+                final_size,
+            } => {
+                if !self.peer_stream(id, now)? {
+                    return Ok(());
+                }
+                let Some(stream) = self.streams.get_mut(&id) else {
+                    return Ok(());
+                };
+                let recv = stream.recv.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                if recv.final_size.is_some_and(|f| f != final_size) || final_size < recv.counted_end
+                {
+                    return Err(ProtocolError::FinalSize(id));
+                }
+                let grown = final_size - recv.counted_end;
+                recv.counted_end = final_size;
+                recv.final_size = Some(final_size);
+                recv.reset = Some(code);
+                recv.wake();
+                let stopped = recv.stopped;
+                self.recv_total += grown;
+                self.consumed_total += grown;
+                // Tell the sender its reset arrived, so it can forget the stream.
+                self.pending_acks.insert(id, (final_size, true));
+                if stopped {
+                    self.streams.get_mut(&id).map(|s| s.recv = None);
+                    self.maybe_remove(id);
+                }
+            }
+            Frame::StopSending { stream: id, code } => {
+                if !self.peer_stream(id, now)? {
+                    return Ok(());
+                }
+                let Some(stream) = self.streams.get_mut(&id) else {
+                    return Ok(());
+                };
+                let send = stream.send.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                if send.reset.is_none() && send.stopped.is_none() {
+                    send.stopped = Some(code);
+                    self.reset_send(id, code, now);
+                }
+            }
+            Frame::PathStatus { backup } => {
+                let status = if backup {
+                    PathStatus::Backup
+                } else {
+                    PathStatus::Available
+                };
+                self.apply_path_status(path, status, now);
+            }
+            Frame::NewSession { .. }
+            | Frame::Join { .. }
+            | Frame::Welcome { .. }
+            | Frame::Joined { .. }
+            | Frame::Refused { .. } => {
+                return Err(ProtocolError::UnexpectedFrame(
+                    "session frame after the session was set up",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn apply_path_status(&mut self, path: PathId, status: PathStatus, now: Instant) {
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return;
+        };
+        if !entry.up || entry.status == status {
+            return;
+        }
+        entry.status = status;
+        let snapshot = entry.telemetry.snapshot(path, status);
+        let _ = self.scheduler.on_path_updated(now, &snapshot);
+        let _ = self.events.send(PathEvent::Status { path, status });
+        self.wake_paths();
+    }
+
+    /// Frames waiting to go out, with the path each must take (`None`: the control path).
+    pub(crate) fn drain_control(&mut self) -> Vec<(Option<PathId>, Frame)> {
+        let mut out: Vec<_> = self.control.drain(..).collect();
+        for (stream, (offset, fin)) in std::mem::take(&mut self.pending_acks) {
+            out.push((
+                None,
+                Frame::DataAck {
+                    stream,
+                    offset,
+                    fin,
+                },
+            ));
+        }
+        for (stream, max) in std::mem::take(&mut self.pending_max_stream_data) {
+            out.push((None, Frame::MaxStreamData { stream, max }));
+        }
+        if std::mem::take(&mut self.max_data_dirty) {
+            out.push((
+                None,
+                Frame::MaxData {
+                    max: self.recv_max_data,
+                },
+            ));
+        }
+        for (k, uni) in [(BIDI, false), (UNI, true)] {
+            if std::mem::take(&mut self.max_streams_dirty[k]) {
+                out.push((
+                    None,
+                    Frame::MaxStreams {
+                        uni,
+                        count: self.local_max_streams[k],
+                    },
+                ));
+            }
+        }
+        out
+    }
+
+    pub(crate) fn has_control(&self) -> bool {
+        !self.control.is_empty()
+            || !self.pending_acks.is_empty()
+            || !self.pending_max_stream_data.is_empty()
+            || self.max_data_dirty
+            || self.max_streams_dirty.iter().any(|d| *d)
+    }
+
+    // ---- paths ----
+
+    /// A path is gone: re-send what it carried and was not acknowledged on the others, and
+    /// repeat the control state it may have lost.
+    pub(crate) fn on_path_down(&mut self, path: PathId, reason: String, now: Instant) {
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return;
+        };
+        if !entry.up {
+            return;
+        }
+        entry.up = false;
+        entry.status = PathStatus::Down;
+        self.scheduler.on_path_removed(now, path);
+        let _ = self.events.send(PathEvent::Down {
+            path,
+            reason: reason.clone(),
+        });
+        tracing::info!(path = path.0, %reason, "path down");
+        let ids: Vec<u64> = self.streams.keys().copied().collect();
+        for id in ids {
+            let Some(stream) = self.streams.get_mut(&id) else {
+                continue;
+            };
+            if let Some(send) = stream.send.as_mut() {
+                let lost: Vec<u64> = send
+                    .in_flight
+                    .iter()
+                    .filter(|(_, (_, p))| *p == path)
+                    .map(|(start, _)| *start)
+                    .collect();
+                let mut bytes = 0;
+                for start in lost {
+                    if let Some((end, _)) = send.in_flight.remove(&start) {
+                        let start = start.max(send.acked);
+                        if start < end {
+                            send.resend.insert(start..end);
+                            bytes += end - start;
+                        }
+                    }
+                }
+                if let Some(final_size) = send.fin.filter(|_| send.reset.is_none()) {
+                    self.control.push_back((
+                        None,
+                        Frame::Fin {
+                            stream: id,
+                            final_size,
+                        },
+                    ));
+                }
+                if let Some(code) = send.reset {
+                    self.control.push_back((
+                        None,
+                        Frame::ResetStream {
+                            stream: id,
+                            code,
+                            final_size: send.next_fresh,
+                        },
+                    ));
+                }
+                if bytes > 0 {
+                    let _ = self.scheduler.on_data_queued(now, StreamId(id), bytes);
+                }
+            }
+            if let Some(recv) = stream.recv.as_mut() {
+                self.pending_acks.insert(id, recv.acked);
+                self.pending_max_stream_data
+                    .insert(id, recv.max_stream_data);
+                if recv.stopped && recv.reset.is_none() {
+                    self.control.push_back((
+                        None,
+                        Frame::StopSending {
+                            stream: id,
+                            code: 0,
+                        },
+                    ));
+                }
+            }
+        }
+        self.max_data_dirty = true;
+        self.max_streams_dirty = [true; 2];
+        self.wake_paths();
+        if self.paths_up() == 0 && self.error.is_none() {
+            self.fail(ConnectionError::AllPathsDown);
+        }
+    }
+
+    /// Ends the connection: every waiting reader and writer learns `error`.
+    pub(crate) fn fail(&mut self, error: ConnectionError) {
+        if self.error.is_some() {
+            return;
+        }
+        self.error = Some(error);
+        for stream in self.streams.values_mut() {
+            if let Some(s) = stream.send.as_mut() {
+                s.wake();
+            }
+            if let Some(r) = stream.recv.as_mut() {
+                r.wake();
+            }
+        }
+        self.wake_paths();
+    }
+
+    /// Decides a path sender's next step and reports the path's fresh estimates to the scheduler.
+    pub(crate) fn next_step(&mut self, path: PathId, now: Instant) -> (Step, Vec<(u64, bool)>) {
+        let failure_rtts = self.config.path_failure_rtts;
+        let failure_floor = self.config.path_failure_floor;
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return (Step::Stop, Vec::new());
+        };
+        let retire = std::mem::take(&mut entry.retire);
+        if !entry.up || self.error.is_some() {
+            return (Step::Stop, retire);
+        }
+        let (generation, in_flight, progress, srtt) = {
+            let t = entry.telemetry.lock();
+            let progress = t.last_ack.max(t.busy_since).unwrap_or(entry.opened);
+            (t.generation, t.in_flight, progress, t.rtt.srtt())
+        };
+        let snapshot = entry.telemetry.snapshot(path, entry.status);
+        if generation != entry.generation {
+            entry.generation = generation;
+            let _ = self.scheduler.on_path_updated(now, &snapshot);
+            if entry
+                .last_estimate_event
+                .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(100))
+            {
+                entry.last_estimate_event = Some(now);
+                let _ = self.events.send(PathEvent::Estimates {
+                    path,
+                    srtt: snapshot.srtt,
+                    bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
+                    cwnd: snapshot.cwnd,
+                });
+            }
+        }
+        let failure_deadline =
+            (in_flight > 0).then(|| progress + (srtt * failure_rtts).max(failure_floor));
+        if failure_deadline.is_some_and(|d| now >= d) {
+            entry.conn.close(
+                quinn::VarInt::from_u64(crate::error::codes::PATH_FAILED)
+                    .unwrap_or(quinn::VarInt::MAX),
+                b"no acknowledgement progress",
+            );
+            self.on_path_down(path, "no acknowledgement progress".into(), now);
+            return (Step::Stop, retire);
+        }
+        let room = snapshot.room().min(MAX_GRANT);
+        let wait = [failure_deadline, self.scheduler.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        if room == 0 {
+            return (Step::Wait(wait), retire);
+        }
+        while let Some(grant) = self.scheduler.poll_send(now, path, room) {
+            if let Some(work) = self.take_grant(path, grant.stream, grant.bytes) {
+                if !work.pieces.is_empty() || work.all_granted {
+                    if let Some(entry) = self.paths.get(&path) {
+                        entry.telemetry.lock().app_limited = false;
+                    }
+                    return (Step::Send(work), retire);
+                }
+            }
+        }
+        if let Some(entry) = self.paths.get(&path) {
+            entry.telemetry.lock().app_limited = true;
+        }
+        (Step::Wait(wait), retire)
+    }
+}

@@ -1,0 +1,281 @@
+//! Stream handles: [`SendStream`] (tokio `AsyncWrite`) and [`RecvStream`] (tokio `AsyncRead`).
+
+use std::collections::BTreeMap;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use mpquic_sched::{PathId, StreamId, Urgency};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::connection::Shared;
+use crate::error::{ReadError, ReadToEndError, WriteError};
+use crate::state::StreamCounters;
+
+/// The sending half of a stream.
+///
+/// Dropping it without [`finish`](Self::finish) or [`reset`](Self::reset) finishes the stream.
+pub struct SendStream {
+    shared: Arc<Shared>,
+    id: u64,
+    counters: Arc<StreamCounters>,
+    done: bool,
+}
+
+impl std::fmt::Debug for SendStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendStream").field("id", &self.id).finish()
+    }
+}
+
+impl SendStream {
+    pub(crate) fn new(shared: Arc<Shared>, id: u64) -> Self {
+        let counters = shared.lock().send_counters(id).unwrap_or_default();
+        Self {
+            shared,
+            id,
+            counters,
+            done: false,
+        }
+    }
+
+    /// The stream's id.
+    pub fn id(&self) -> StreamId {
+        StreamId(self.id)
+    }
+
+    fn poll_write_inner(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<Result<usize, WriteError>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let written = self
+            .shared
+            .lock()
+            .write(self.id, buf, cx.waker(), Instant::now());
+        match written {
+            Ok(0) => Poll::Pending,
+            other => Poll::Ready(other),
+        }
+    }
+
+    /// Writes some of `buf`, waiting while the send buffer is full; returns how much.
+    pub async fn write(&mut self, buf: &[u8]) -> Result<usize, WriteError> {
+        poll_fn(|cx| self.poll_write_inner(cx, buf)).await
+    }
+
+    /// Writes all of `buf`.
+    pub async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), WriteError> {
+        while !buf.is_empty() {
+            let n = self.write(buf).await?;
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Marks the end of the stream; everything written is still delivered.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        self.done = true;
+        let result = self.shared.lock().finish(self.id, Instant::now());
+        self.shared.poke();
+        result
+    }
+
+    /// Abandons the stream: unsent data is dropped and the reader sees `code`.
+    pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
+        self.done = true;
+        let result = self.shared.lock().reset(self.id, code, Instant::now());
+        self.shared.poke();
+        result
+    }
+
+    /// Sets the RFC 9218 urgency (0 most urgent to 7) and incremental flag the scheduler uses.
+    pub fn set_urgency(&mut self, urgency: u8, incremental: bool) -> Result<(), WriteError> {
+        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
+        self.shared.lock().set_meta(
+            self.id,
+            |meta| {
+                meta.urgency = urgency;
+                meta.incremental = incremental;
+            },
+            Instant::now(),
+        )
+    }
+
+    /// Tells the scheduler the stream's total size (e.g. a response's `content-length`), so
+    /// that PriorityBucket can split it across paths before the bytes are written.
+    pub fn set_size_hint(&mut self, bytes: u64) -> Result<(), WriteError> {
+        self.shared
+            .lock()
+            .set_meta(self.id, |meta| meta.size = Some(bytes), Instant::now())
+    }
+
+    /// Bytes of this stream sent on each path so far (re-sends included).
+    pub fn path_bytes(&self) -> BTreeMap<PathId, u64> {
+        self.counters.per_path()
+    }
+
+    /// Bytes of this stream sent again because their path failed.
+    pub fn resent_bytes(&self) -> u64 {
+        self.counters.resent()
+    }
+}
+
+impl Drop for SendStream {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.shared.lock().finish(self.id, Instant::now());
+            self.shared.poke();
+        }
+    }
+}
+
+impl AsyncWrite for SendStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_inner(cx, buf).map_err(Into::into)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Written bytes are already in the scheduler's hands.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(Ok(()));
+        }
+        Poll::Ready(this.finish().map_err(Into::into))
+    }
+}
+
+/// The receiving half of a stream.
+///
+/// Dropping it before the end stops the stream (the peer's writes fail with code 0).
+pub struct RecvStream {
+    shared: Arc<Shared>,
+    id: u64,
+    done: bool,
+}
+
+impl std::fmt::Debug for RecvStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvStream").field("id", &self.id).finish()
+    }
+}
+
+impl RecvStream {
+    pub(crate) fn new(shared: Arc<Shared>, id: u64) -> Self {
+        Self {
+            shared,
+            id,
+            done: false,
+        }
+    }
+
+    /// The stream's id.
+    pub fn id(&self) -> StreamId {
+        StreamId(self.id)
+    }
+
+    fn poll_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<Result<Option<Bytes>, ReadError>> {
+        if self.done {
+            return Poll::Ready(Ok(None));
+        }
+        let result = self.shared.lock().read(self.id, max, cx.waker());
+        match result {
+            None => Poll::Pending,
+            Some(result) => {
+                if !matches!(result, Ok(Some(_))) {
+                    self.done = true;
+                }
+                self.shared.poke();
+                Poll::Ready(result)
+            }
+        }
+    }
+
+    /// The next in-order bytes, at most `max`; `None` at the end of the stream.
+    pub async fn read_chunk(&mut self, max: usize) -> Result<Option<Bytes>, ReadError> {
+        poll_fn(|cx| self.poll_chunk(cx, max)).await
+    }
+
+    /// Reads into `buf`; `None` at the end of the stream.
+    pub async fn read(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ReadError> {
+        if buf.is_empty() {
+            return Ok(Some(0));
+        }
+        Ok(self.read_chunk(buf.len()).await?.map(|chunk| {
+            buf[..chunk.len()].copy_from_slice(&chunk);
+            chunk.len()
+        }))
+    }
+
+    /// Reads the whole stream, failing if it is longer than `limit` bytes.
+    pub async fn read_to_end(&mut self, limit: usize) -> Result<Vec<u8>, ReadToEndError> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.read_chunk(usize::MAX).await? {
+            if out.len() + chunk.len() > limit {
+                let _ = self.stop(0);
+                return Err(ReadToEndError::TooLong(limit));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+
+    /// Stops reading: buffered and future bytes are discarded and the peer's writes fail with
+    /// `code`.
+    pub fn stop(&mut self, code: u64) -> Result<(), ReadError> {
+        if self.done {
+            return Err(ReadError::ClosedStream);
+        }
+        self.done = true;
+        let result = self.shared.lock().stop(self.id, code);
+        self.shared.poke();
+        result
+    }
+}
+
+impl Drop for RecvStream {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.shared.lock().stop(self.id, 0);
+            self.shared.poke();
+        }
+    }
+}
+
+impl AsyncRead for RecvStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match this.poll_chunk(cx, buf.remaining()) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(Some(chunk))) => {
+                buf.put_slice(&chunk);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Ok(None)) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+        }
+    }
+}

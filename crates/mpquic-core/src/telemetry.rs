@@ -1,0 +1,267 @@
+//! Per-path telemetry: a wrapper around the path's quinn congestion controller that feeds the
+//! estimators of `mpquic-estimate` and tells the path's sender when the window opens.
+//!
+//! quinn calls the controller for every packet sent, acknowledged and lost, inside its own
+//! connection lock; the wrapper only updates a small shared record and wakes the path's sender,
+//! which reads a [`PathSnapshot`] from it outside that lock.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use mpquic_estimate::{
+    BandwidthConfig, BandwidthEstimator, OneWayDelay, RttConfig, RttEstimator, SentPacketState,
+};
+use mpquic_sched::{Bandwidth, PathId, PathSnapshot, PathStatus};
+use quinn::congestion::{Controller, ControllerFactory};
+use tokio::sync::Notify;
+
+/// Packets remembered for delivery-rate samples; older ones are forgotten (their acks then give
+/// no sample), which bounds memory on a path with a huge window.
+const MAX_TRACKED_PACKETS: usize = 1 << 16;
+
+/// What one path's controller has seen, shared between quinn and the path's sender.
+#[derive(Debug)]
+pub(crate) struct Telemetry {
+    state: Mutex<TelemetryState>,
+    /// Woken on every ack batch and loss: the window may have opened.
+    pub(crate) changed: Notify,
+}
+
+#[derive(Debug)]
+pub(crate) struct TelemetryState {
+    pub(crate) rtt: RttEstimator,
+    pub(crate) bandwidth: BandwidthEstimator,
+    pub(crate) one_way: OneWayDelay,
+    pub(crate) cwnd: u64,
+    pub(crate) in_flight: u64,
+    /// When an ack last acknowledged new data.
+    pub(crate) last_ack: Option<Instant>,
+    /// When data last went in flight on an idle path (failure detection counts from here too).
+    pub(crate) busy_since: Option<Instant>,
+    pub(crate) lost_bytes: u64,
+    pub(crate) congestion_events: u64,
+    /// Bumped on every change, so the sender re-reports estimates only when they moved.
+    pub(crate) generation: u64,
+    /// The sender had nothing to send: packets sent now are app-limited (BBR's marking).
+    pub(crate) app_limited: bool,
+    sent: VecDeque<(Instant, SentPacketState)>,
+    newest_acked_sent: Option<Instant>,
+}
+
+impl Telemetry {
+    pub(crate) fn new(rtt_prior: Duration, bandwidth_prior: f64) -> Arc<Self> {
+        let rtt = RttEstimator::new(RttConfig {
+            initial_rtt: rtt_prior,
+            ..RttConfig::default()
+        })
+        .unwrap_or_else(|_| RttEstimator::new(RttConfig::default()).expect("default is valid"));
+        let bandwidth = BandwidthEstimator::new(BandwidthConfig {
+            initial_bandwidth: bandwidth_prior,
+            ..BandwidthConfig::default()
+        })
+        .unwrap_or_else(|_| {
+            BandwidthEstimator::new(BandwidthConfig::default()).expect("default is valid")
+        });
+        Arc::new(Self {
+            state: Mutex::new(TelemetryState {
+                rtt,
+                bandwidth,
+                one_way: OneWayDelay::default(),
+                cwnd: 0,
+                in_flight: 0,
+                last_ack: None,
+                busy_since: None,
+                lost_bytes: 0,
+                congestion_events: 0,
+                generation: 0,
+                app_limited: false,
+                sent: VecDeque::new(),
+                newest_acked_sent: None,
+            }),
+            changed: Notify::new(),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, TelemetryState> {
+        // A panic elsewhere while holding the lock leaves plain numbers behind: keep using them.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The scheduler's view of the path.
+    pub(crate) fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
+        let state = self.lock();
+        PathSnapshot {
+            id,
+            status,
+            srtt: state.rtt.srtt(),
+            rttvar: state.rtt.rttvar(),
+            min_rtt: state.rtt.min_rtt(),
+            one_way_delay: state.one_way.estimate(&state.rtt),
+            bandwidth: Bandwidth::from_bytes_per_sec(state.bandwidth.bandwidth())
+                .unwrap_or(Bandwidth::UNIT),
+            cwnd: state.cwnd,
+            bytes_in_flight: state.in_flight,
+        }
+    }
+
+    /// A factory that wraps `inner`'s controllers so they report to `self`.
+    pub(crate) fn factory(
+        self: &Arc<Self>,
+        inner: Arc<dyn ControllerFactory + Send + Sync>,
+    ) -> Arc<TelemetryFactory> {
+        Arc::new(TelemetryFactory {
+            inner,
+            telemetry: self.clone(),
+        })
+    }
+
+    fn update(&self, f: impl FnOnce(&mut TelemetryState)) {
+        {
+            let mut state = self.lock();
+            f(&mut state);
+            state.generation = state.generation.wrapping_add(1);
+        }
+        self.changed.notify_one();
+    }
+}
+
+/// Builds [`TelemetryController`]s around another factory's controllers.
+pub(crate) struct TelemetryFactory {
+    inner: Arc<dyn ControllerFactory + Send + Sync>,
+    telemetry: Arc<Telemetry>,
+}
+
+impl ControllerFactory for TelemetryFactory {
+    fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        let inner = self.inner.clone().build(now, current_mtu);
+        let window = inner.window();
+        self.telemetry.update(|s| s.cwnd = window);
+        Box::new(TelemetryController {
+            inner,
+            telemetry: self.telemetry.clone(),
+        })
+    }
+}
+
+/// Forwards every call to the real controller and records what the estimators need.
+struct TelemetryController {
+    inner: Box<dyn Controller>,
+    telemetry: Arc<Telemetry>,
+}
+
+impl Controller for TelemetryController {
+    fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
+        self.inner.on_sent(now, bytes, last_packet_number);
+        let window = self.inner.window();
+        // No notify: sending only closes the window.
+        let mut s = self.telemetry.lock();
+        let app_limited = s.app_limited;
+        let in_flight = s.in_flight;
+        let state = s
+            .bandwidth
+            .on_packet_sent(now, bytes, in_flight, app_limited);
+        if s.sent.len() == MAX_TRACKED_PACKETS {
+            s.sent.pop_front();
+        }
+        s.sent.push_back((now, state));
+        if s.in_flight == 0 {
+            s.busy_since = Some(now);
+        }
+        s.in_flight = s.in_flight.saturating_add(bytes);
+        s.cwnd = window;
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        rtt: &quinn_proto::RttEstimator,
+    ) {
+        self.inner.on_ack(now, sent, bytes, app_limited, rtt);
+        let mut s = self.telemetry.lock();
+        // quinn reports acks in packet-number order, so sent times only grow: whatever is older
+        // than this packet and still remembered was lost or acked out of order.
+        while s.sent.front().is_some_and(|(t, _)| *t < sent) {
+            s.sent.pop_front();
+        }
+        if let Some((t, state)) = s.sent.front().copied() {
+            if t == sent {
+                s.sent.pop_front();
+                s.bandwidth.on_packet_acked(now, &state, bytes);
+            }
+        }
+        s.newest_acked_sent = Some(s.newest_acked_sent.map_or(sent, |n| n.max(sent)));
+        s.last_ack = Some(now);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        app_limited: bool,
+        largest_packet_num_acked: Option<u64>,
+    ) {
+        self.inner
+            .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
+        let window = self.inner.window();
+        self.telemetry.update(|s| {
+            // One RTT sample per ack batch, from its newest packet, as RFC 9002 takes it.
+            if let Some(sent) = s.newest_acked_sent.take() {
+                s.rtt.on_sample(now.saturating_duration_since(sent));
+            }
+            s.in_flight = in_flight;
+            s.cwnd = window;
+        });
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_persistent_congestion: bool,
+        lost_bytes: u64,
+    ) {
+        self.inner
+            .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
+        let window = self.inner.window();
+        self.telemetry.update(|s| {
+            s.lost_bytes = s.lost_bytes.saturating_add(lost_bytes);
+            s.congestion_events = s.congestion_events.saturating_add(1);
+            s.in_flight = s.in_flight.saturating_sub(lost_bytes);
+            s.cwnd = window;
+        });
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.inner.on_mtu_update(new_mtu);
+        let window = self.inner.window();
+        self.telemetry.update(|s| s.cwnd = window);
+    }
+
+    fn window(&self) -> u64 {
+        self.inner.window()
+    }
+
+    fn metrics(&self) -> quinn::congestion::ControllerMetrics {
+        self.inner.metrics()
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(Self {
+            inner: self.inner.clone_box(),
+            telemetry: self.telemetry.clone(),
+        })
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.inner.initial_window()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}

@@ -1,0 +1,641 @@
+//! The wire format: QUIC varints, control frames and chunk streams.
+//!
+//! Every path is its own quinn connection. On each path, one bidirectional quinn stream carries
+//! control frames, and the bytes of every logical stream travel as chunks on unidirectional
+//! quinn streams, one per (logical stream, path). All integers are QUIC variable-length
+//! integers ("varints", RFC 9000 §16): the top two bits of the first byte give the encoded
+//! length (1, 2, 4 or 8 bytes, big-endian), so values run up to [`MAX_VARINT`] = 2^62 - 1.
+//!
+//! | Where | Layout | Limits |
+//! |---|---|---|
+//! | control stream (one bidirectional per path) | frames: type varint, payload length varint, payload | payload at most [`MAX_FRAME_PAYLOAD`] bytes and consumed exactly |
+//! | chunk stream (one unidirectional per logical stream and path) | logical stream id varint, then chunks: offset varint, length varint, `length` bytes | length at most [`MAX_CHUNK`], offset + length at most [`MAX_VARINT`] |
+//!
+//! Control frames ([`Frame`]); "params" is four varints: max data, max stream data, max
+//! bidirectional streams, max unidirectional streams ([`Params`]):
+//!
+//! | Type | Frame | Payload |
+//! |---|---|---|
+//! | 0x01 | [`Frame::NewSession`] | params |
+//! | 0x02 | [`Frame::Join`] | session varint, proof (32 bytes), params |
+//! | 0x03 | [`Frame::Welcome`] | session varint, secret (16 bytes), path varint (fits u32), params |
+//! | 0x04 | [`Frame::Joined`] | path varint (fits u32) |
+//! | 0x05 | [`Frame::Refused`] | code varint, reason length varint (at most [`MAX_REASON_LEN`]), UTF-8 reason |
+//! | 0x10 | [`Frame::MaxData`] | max varint |
+//! | 0x11 | [`Frame::MaxStreamData`] | stream varint, max varint |
+//! | 0x12 / 0x13 | [`Frame::MaxStreams`] bidirectional / unidirectional | count varint |
+//! | 0x14 / 0x15 | [`Frame::DataAck`] without / with fin | stream varint, offset varint |
+//! | 0x16 | [`Frame::Fin`] | stream varint, final size varint |
+//! | 0x17 | [`Frame::ResetStream`] | stream varint, code varint, final size varint |
+//! | 0x18 | [`Frame::StopSending`] | stream varint, code varint |
+//! | 0x19 | [`Frame::PathStatus`] | varint 0 (active) or 1 (backup) |
+//!
+//! Everything here parses bytes from the network: malformed input is an error, never a panic,
+//! and lengths are checked against their limits before anything is allocated.
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+#[cfg(test)]
+mod tests;
+
+/// The largest value a QUIC varint can carry, 2^62 - 1.
+pub const MAX_VARINT: u64 = (1 << 62) - 1;
+
+/// The largest control frame payload accepted, in bytes; larger declared lengths are refused
+/// before the payload is read, so a peer cannot make us buffer much.
+pub const MAX_FRAME_PAYLOAD: u64 = 4096;
+
+/// The largest chunk accepted on a chunk stream, in bytes (1 MiB).
+pub const MAX_CHUNK: u64 = 1 << 20;
+
+/// The longest [`Frame::Refused`] reason, in bytes of UTF-8.
+pub const MAX_REASON_LEN: usize = 256;
+
+/// Errors from encoding or decoding the wire format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The input ended inside a varint, a frame or a chunk.
+    #[error("input ended in the middle of a varint, frame or chunk")]
+    Truncated,
+    /// The value is larger than [`MAX_VARINT`] and cannot be encoded.
+    #[error("{0} does not fit in a QUIC varint (at most 2^62 - 1)")]
+    VarIntTooLarge(u64),
+    /// A frame declared a payload longer than [`MAX_FRAME_PAYLOAD`].
+    #[error("frame payload of {0} bytes exceeds the limit of {MAX_FRAME_PAYLOAD} bytes")]
+    FrameTooLarge(u64),
+    /// A frame's fields did not use its whole declared payload.
+    #[error("frame type {frame_type:#x} declared a {declared}-byte payload but its fields used {used} bytes")]
+    FrameLength {
+        /// The frame's type.
+        frame_type: u64,
+        /// The declared payload length.
+        declared: u64,
+        /// The bytes the frame's fields took.
+        used: u64,
+    },
+    /// The frame type is not one this version knows.
+    #[error("unknown frame type {0:#x}")]
+    UnknownFrame(u64),
+    /// A field holds a value its frame does not allow.
+    #[error("malformed frame: {0}")]
+    Malformed(&'static str),
+    /// A chunk declared a length above [`MAX_CHUNK`].
+    #[error("chunk of {0} bytes exceeds the limit of {MAX_CHUNK} bytes")]
+    ChunkTooLarge(u64),
+    /// A chunk would end beyond [`MAX_VARINT`].
+    #[error("chunk at offset {offset} with length {len} ends beyond 2^62 - 1")]
+    OffsetOverflow {
+        /// The chunk's offset.
+        offset: u64,
+        /// The chunk's length.
+        len: u64,
+    },
+    /// Reading from the stream failed; the message of the underlying I/O error.
+    #[error("I/O error: {0}")]
+    Io(String),
+}
+
+/// Maps a read error: running out of bytes mid-item is [`WireError::Truncated`], anything else
+/// keeps its message (a `String`, so that `WireError` stays `Clone` and `Eq`).
+fn io_error(err: std::io::Error) -> WireError {
+    if err.kind() == std::io::ErrorKind::UnexpectedEof {
+        WireError::Truncated
+    } else {
+        WireError::Io(err.to_string())
+    }
+}
+
+/// Appends `value` as a QUIC varint in its shortest form. Leaves `buf` unchanged on error.
+pub fn put_varint(buf: &mut Vec<u8>, value: u64) -> Result<(), WireError> {
+    match value {
+        0..=0x3f => buf.push(value as u8),
+        0x40..=0x3fff => buf.extend_from_slice(&(0x4000 | value as u16).to_be_bytes()),
+        0x4000..=0x3fff_ffff => buf.extend_from_slice(&(0x8000_0000 | value as u32).to_be_bytes()),
+        0x4000_0000..=MAX_VARINT => {
+            buf.extend_from_slice(&(0xc000_0000_0000_0000 | value).to_be_bytes())
+        }
+        _ => return Err(WireError::VarIntTooLarge(value)),
+    }
+    Ok(())
+}
+
+/// The number of bytes [`put_varint`] writes for `value`: 1, 2, 4 or 8 (8 also for values above
+/// [`MAX_VARINT`], which cannot be encoded).
+pub fn varint_len(value: u64) -> usize {
+    match value {
+        0..=0x3f => 1,
+        0x40..=0x3fff => 2,
+        0x4000..=0x3fff_ffff => 4,
+        _ => 8,
+    }
+}
+
+/// The encoded length of a varint, from its first byte.
+fn encoded_len(first: u8) -> usize {
+    1 << (first >> 6)
+}
+
+/// Combines a varint's first byte with the bytes after it.
+fn assemble(first: u8, rest: &[u8]) -> u64 {
+    rest.iter()
+        .fold(u64::from(first & 0x3f), |acc, &b| (acc << 8) | u64::from(b))
+}
+
+/// Reads a varint from the front of `buf` and advances past it; on error `buf` is unchanged.
+/// Non-shortest encodings are accepted, as RFC 9000 allows.
+pub fn get_varint(buf: &mut &[u8]) -> Result<u64, WireError> {
+    let first = *buf.first().ok_or(WireError::Truncated)?;
+    let (bytes, rest) = buf
+        .split_at_checked(encoded_len(first))
+        .ok_or(WireError::Truncated)?;
+    let value = assemble(first, bytes.get(1..).unwrap_or_default());
+    *buf = rest;
+    Ok(value)
+}
+
+/// Reads one byte; `None` on a clean end of stream.
+async fn read_first_byte<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<u8>, WireError> {
+    let mut byte = [0u8; 1];
+    loop {
+        match r.read(&mut byte).await {
+            Ok(0) => return Ok(None),
+            Ok(_) => return Ok(Some(byte[0])),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(io_error(err)),
+        }
+    }
+}
+
+/// Reads a varint from a stream: `Ok(None)` if the stream ends cleanly before its first byte,
+/// [`WireError::Truncated`] if it ends inside it.
+pub async fn read_varint<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<u64>, WireError> {
+    let Some(first) = read_first_byte(r).await? else {
+        return Ok(None);
+    };
+    let mut rest = [0u8; 7];
+    let rest = rest
+        .get_mut(..encoded_len(first) - 1)
+        .ok_or(WireError::Truncated)?;
+    r.read_exact(rest).await.map_err(io_error)?;
+    Ok(Some(assemble(first, rest)))
+}
+
+/// Takes `N` raw bytes from the front of `buf`.
+fn get_array<const N: usize>(buf: &mut &[u8]) -> Result<[u8; N], WireError> {
+    let (head, rest) = buf.split_first_chunk::<N>().ok_or(WireError::Truncated)?;
+    *buf = rest;
+    Ok(*head)
+}
+
+/// Reads a varint that must fit a path id.
+fn get_path(buf: &mut &[u8]) -> Result<u32, WireError> {
+    u32::try_from(get_varint(buf)?).map_err(|_| WireError::Malformed("path id exceeds u32"))
+}
+
+/// Checks a declared frame payload length against [`MAX_FRAME_PAYLOAD`].
+fn payload_len(len: u64) -> Result<usize, WireError> {
+    if len > MAX_FRAME_PAYLOAD {
+        return Err(WireError::FrameTooLarge(len));
+    }
+    usize::try_from(len).map_err(|_| WireError::FrameTooLarge(len))
+}
+
+/// A session: the logical connection that several paths join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub u64);
+
+/// Flow-control and stream limits one side grants the other when a path opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// Bytes the peer may send over all streams of the session.
+    pub max_data: u64,
+    /// Bytes the peer may send on each stream.
+    pub max_stream_data: u64,
+    /// Bidirectional streams the peer may open.
+    pub max_bidi_streams: u64,
+    /// Unidirectional streams the peer may open.
+    pub max_uni_streams: u64,
+}
+
+impl Params {
+    fn encode(&self, buf: &mut Vec<u8>) -> Result<(), WireError> {
+        put_varint(buf, self.max_data)?;
+        put_varint(buf, self.max_stream_data)?;
+        put_varint(buf, self.max_bidi_streams)?;
+        put_varint(buf, self.max_uni_streams)
+    }
+
+    fn decode(buf: &mut &[u8]) -> Result<Params, WireError> {
+        Ok(Params {
+            max_data: get_varint(buf)?,
+            max_stream_data: get_varint(buf)?,
+            max_bidi_streams: get_varint(buf)?,
+            max_uni_streams: get_varint(buf)?,
+        })
+    }
+}
+
+const NEW_SESSION: u64 = 0x01;
+const JOIN: u64 = 0x02;
+const WELCOME: u64 = 0x03;
+const JOINED: u64 = 0x04;
+const REFUSED: u64 = 0x05;
+const MAX_DATA: u64 = 0x10;
+const MAX_STREAM_DATA: u64 = 0x11;
+const MAX_STREAMS_BIDI: u64 = 0x12;
+const MAX_STREAMS_UNI: u64 = 0x13;
+const DATA_ACK: u64 = 0x14;
+const DATA_ACK_FIN: u64 = 0x15;
+const FIN: u64 = 0x16;
+const RESET_STREAM: u64 = 0x17;
+const STOP_SENDING: u64 = 0x18;
+const PATH_STATUS: u64 = 0x19;
+
+/// A control frame, sent on a path's bidirectional control stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// Client to server on the first path: start a new session.
+    NewSession {
+        /// The client's limits.
+        params: Params,
+    },
+    /// Client to server on every further path: add this path to an existing session.
+    Join {
+        /// The session to join.
+        session: SessionId,
+        /// Proof of knowing the session's secret.
+        proof: [u8; 32],
+        /// The client's limits.
+        params: Params,
+    },
+    /// Server's answer to [`Frame::NewSession`].
+    Welcome {
+        /// The new session.
+        session: SessionId,
+        /// The secret further paths prove knowledge of.
+        secret: [u8; 16],
+        /// This path's id within the session.
+        path: u32,
+        /// The server's limits.
+        params: Params,
+    },
+    /// Server's answer to [`Frame::Join`].
+    Joined {
+        /// This path's id within the session.
+        path: u32,
+    },
+    /// Server's refusal of a [`Frame::NewSession`] or [`Frame::Join`].
+    Refused {
+        /// Why, for programs.
+        code: u64,
+        /// Why, for people: UTF-8, at most [`MAX_REASON_LEN`] bytes (see [`Frame::refused`]).
+        reason: String,
+    },
+    /// Raises the session-wide data limit.
+    MaxData {
+        /// New limit in bytes, over all streams.
+        max: u64,
+    },
+    /// Raises one stream's data limit.
+    MaxStreamData {
+        /// The logical stream.
+        stream: u64,
+        /// New limit in bytes (an exclusive end offset).
+        max: u64,
+    },
+    /// Raises the number of streams the peer may open.
+    MaxStreams {
+        /// Unidirectional streams if set, else bidirectional.
+        uni: bool,
+        /// New cumulative limit.
+        count: u64,
+    },
+    /// Acknowledges a stream's bytes as received.
+    DataAck {
+        /// The logical stream.
+        stream: u64,
+        /// Every byte below this offset was received.
+        offset: u64,
+        /// The stream's end was received too.
+        fin: bool,
+    },
+    /// The sender will send no bytes on the stream at or beyond `final_size`.
+    Fin {
+        /// The logical stream.
+        stream: u64,
+        /// The stream's total length.
+        final_size: u64,
+    },
+    /// The sender abandons the stream.
+    ResetStream {
+        /// The logical stream.
+        stream: u64,
+        /// Application error code.
+        code: u64,
+        /// Bytes the sender had sent, for flow-control accounting.
+        final_size: u64,
+    },
+    /// The receiver asks the sender to stop sending on the stream.
+    StopSending {
+        /// The logical stream.
+        stream: u64,
+        /// Application error code.
+        code: u64,
+    },
+    /// Marks the path as a backup, used only when no active path is left, or as active again.
+    PathStatus {
+        /// Backup if set, else active.
+        backup: bool,
+    },
+}
+
+impl Frame {
+    /// A [`Frame::Refused`] whose reason is cut, at a character boundary, to
+    /// [`MAX_REASON_LEN`] bytes so it always encodes.
+    pub fn refused(code: u64, reason: &str) -> Frame {
+        let mut end = reason.len().min(MAX_REASON_LEN);
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        Frame::Refused {
+            code,
+            reason: reason.get(..end).unwrap_or_default().to_owned(),
+        }
+    }
+
+    /// The frame's type on the wire.
+    pub fn frame_type(&self) -> u64 {
+        match self {
+            Frame::NewSession { .. } => NEW_SESSION,
+            Frame::Join { .. } => JOIN,
+            Frame::Welcome { .. } => WELCOME,
+            Frame::Joined { .. } => JOINED,
+            Frame::Refused { .. } => REFUSED,
+            Frame::MaxData { .. } => MAX_DATA,
+            Frame::MaxStreamData { .. } => MAX_STREAM_DATA,
+            Frame::MaxStreams { uni: false, .. } => MAX_STREAMS_BIDI,
+            Frame::MaxStreams { uni: true, .. } => MAX_STREAMS_UNI,
+            Frame::DataAck { fin: false, .. } => DATA_ACK,
+            Frame::DataAck { fin: true, .. } => DATA_ACK_FIN,
+            Frame::Fin { .. } => FIN,
+            Frame::ResetStream { .. } => RESET_STREAM,
+            Frame::StopSending { .. } => STOP_SENDING,
+            Frame::PathStatus { .. } => PATH_STATUS,
+        }
+    }
+
+    /// Appends the encoded frame to `buf`. Fails, leaving `buf` unchanged, if a value exceeds
+    /// [`MAX_VARINT`] or a [`Frame::Refused`] reason exceeds [`MAX_REASON_LEN`].
+    pub fn encode(&self, buf: &mut Vec<u8>) -> Result<(), WireError> {
+        let start = buf.len();
+        let result = self.encode_at(buf, start);
+        if result.is_err() {
+            buf.truncate(start);
+        }
+        result
+    }
+
+    /// Writes the payload first, then the header behind it, and rotates the header to the
+    /// front: the payload length is known without encoding twice or allocating.
+    fn encode_at(&self, buf: &mut Vec<u8>, start: usize) -> Result<(), WireError> {
+        self.encode_payload(buf)?;
+        let len = (buf.len() - start) as u64;
+        if len > MAX_FRAME_PAYLOAD {
+            return Err(WireError::FrameTooLarge(len));
+        }
+        let header_start = buf.len();
+        put_varint(buf, self.frame_type())?;
+        put_varint(buf, len)?;
+        let header_len = buf.len() - header_start;
+        if let Some(frame) = buf.get_mut(start..) {
+            frame.rotate_right(header_len);
+        }
+        Ok(())
+    }
+
+    fn encode_payload(&self, buf: &mut Vec<u8>) -> Result<(), WireError> {
+        match self {
+            Frame::NewSession { params } => params.encode(buf),
+            Frame::Join {
+                session,
+                proof,
+                params,
+            } => {
+                put_varint(buf, session.0)?;
+                buf.extend_from_slice(proof);
+                params.encode(buf)
+            }
+            Frame::Welcome {
+                session,
+                secret,
+                path,
+                params,
+            } => {
+                put_varint(buf, session.0)?;
+                buf.extend_from_slice(secret);
+                put_varint(buf, u64::from(*path))?;
+                params.encode(buf)
+            }
+            Frame::Joined { path } => put_varint(buf, u64::from(*path)),
+            Frame::Refused { code, reason } => {
+                if reason.len() > MAX_REASON_LEN {
+                    return Err(WireError::Malformed("refusal reason longer than 256 bytes"));
+                }
+                put_varint(buf, *code)?;
+                put_varint(buf, reason.len() as u64)?;
+                buf.extend_from_slice(reason.as_bytes());
+                Ok(())
+            }
+            Frame::MaxData { max } => put_varint(buf, *max),
+            Frame::MaxStreamData { stream, max } => {
+                put_varint(buf, *stream)?;
+                put_varint(buf, *max)
+            }
+            Frame::MaxStreams { count, .. } => put_varint(buf, *count),
+            Frame::DataAck { stream, offset, .. } => {
+                put_varint(buf, *stream)?;
+                put_varint(buf, *offset)
+            }
+            Frame::Fin { stream, final_size } => {
+                put_varint(buf, *stream)?;
+                put_varint(buf, *final_size)
+            }
+            Frame::ResetStream {
+                stream,
+                code,
+                final_size,
+            } => {
+                put_varint(buf, *stream)?;
+                put_varint(buf, *code)?;
+                put_varint(buf, *final_size)
+            }
+            Frame::StopSending { stream, code } => {
+                put_varint(buf, *stream)?;
+                put_varint(buf, *code)
+            }
+            Frame::PathStatus { backup } => put_varint(buf, u64::from(*backup)),
+        }
+    }
+
+    /// Decodes one whole frame from the front of `buf` and advances past it; on error `buf`
+    /// is unchanged. [`WireError::Truncated`] means `buf` ends inside the frame, or the
+    /// frame's fields need more bytes than its declared payload length.
+    pub fn decode(buf: &mut &[u8]) -> Result<Frame, WireError> {
+        let mut rest = *buf;
+        let frame_type = get_varint(&mut rest)?;
+        let len = payload_len(get_varint(&mut rest)?)?;
+        let (payload, rest) = rest.split_at_checked(len).ok_or(WireError::Truncated)?;
+        let frame = Frame::decode_payload(frame_type, payload)?;
+        *buf = rest;
+        Ok(frame)
+    }
+
+    /// Parses a frame's payload, which its fields must use exactly.
+    fn decode_payload(frame_type: u64, payload: &[u8]) -> Result<Frame, WireError> {
+        let mut rest = payload;
+        let buf = &mut rest;
+        let frame = match frame_type {
+            NEW_SESSION => Frame::NewSession {
+                params: Params::decode(buf)?,
+            },
+            JOIN => Frame::Join {
+                session: SessionId(get_varint(buf)?),
+                proof: get_array(buf)?,
+                params: Params::decode(buf)?,
+            },
+            WELCOME => Frame::Welcome {
+                session: SessionId(get_varint(buf)?),
+                secret: get_array(buf)?,
+                path: get_path(buf)?,
+                params: Params::decode(buf)?,
+            },
+            JOINED => Frame::Joined {
+                path: get_path(buf)?,
+            },
+            REFUSED => {
+                let code = get_varint(buf)?;
+                let len = get_varint(buf)?;
+                if len > MAX_REASON_LEN as u64 {
+                    return Err(WireError::Malformed("refusal reason longer than 256 bytes"));
+                }
+                let (reason, rest) = buf
+                    .split_at_checked(len as usize)
+                    .ok_or(WireError::Truncated)?;
+                *buf = rest;
+                let reason = std::str::from_utf8(reason)
+                    .map_err(|_| WireError::Malformed("refusal reason is not UTF-8"))?;
+                Frame::Refused {
+                    code,
+                    reason: reason.to_owned(),
+                }
+            }
+            MAX_DATA => Frame::MaxData {
+                max: get_varint(buf)?,
+            },
+            MAX_STREAM_DATA => Frame::MaxStreamData {
+                stream: get_varint(buf)?,
+                max: get_varint(buf)?,
+            },
+            MAX_STREAMS_BIDI | MAX_STREAMS_UNI => Frame::MaxStreams {
+                uni: frame_type == MAX_STREAMS_UNI,
+                count: get_varint(buf)?,
+            },
+            DATA_ACK | DATA_ACK_FIN => Frame::DataAck {
+                stream: get_varint(buf)?,
+                offset: get_varint(buf)?,
+                fin: frame_type == DATA_ACK_FIN,
+            },
+            FIN => Frame::Fin {
+                stream: get_varint(buf)?,
+                final_size: get_varint(buf)?,
+            },
+            RESET_STREAM => Frame::ResetStream {
+                stream: get_varint(buf)?,
+                code: get_varint(buf)?,
+                final_size: get_varint(buf)?,
+            },
+            STOP_SENDING => Frame::StopSending {
+                stream: get_varint(buf)?,
+                code: get_varint(buf)?,
+            },
+            PATH_STATUS => Frame::PathStatus {
+                backup: match get_varint(buf)? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(WireError::Malformed("path status is neither 0 nor 1")),
+                },
+            },
+            _ => return Err(WireError::UnknownFrame(frame_type)),
+        };
+        if !buf.is_empty() {
+            return Err(WireError::FrameLength {
+                frame_type,
+                declared: payload.len() as u64,
+                used: (payload.len() - buf.len()) as u64,
+            });
+        }
+        Ok(frame)
+    }
+}
+
+/// Reads one frame from a control stream: `Ok(None)` if the stream ends cleanly between
+/// frames. A declared payload above [`MAX_FRAME_PAYLOAD`] fails before the payload is read.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<Frame>, WireError> {
+    let Some(frame_type) = read_varint(r).await? else {
+        return Ok(None);
+    };
+    let len = read_varint(r).await?.ok_or(WireError::Truncated)?;
+    let mut payload = vec![0u8; payload_len(len)?];
+    r.read_exact(&mut payload).await.map_err(io_error)?;
+    Frame::decode_payload(frame_type, &payload).map(Some)
+}
+
+/// Appends a chunk stream's header, the logical stream id; the reader takes it with
+/// [`read_varint`].
+pub fn encode_chunk_stream_header(stream: u64, buf: &mut Vec<u8>) -> Result<(), WireError> {
+    put_varint(buf, stream)
+}
+
+/// Checks a chunk's length and end against the limits [`read_chunk`] enforces.
+fn check_chunk(offset: u64, len: u64) -> Result<(), WireError> {
+    if len > MAX_CHUNK {
+        return Err(WireError::ChunkTooLarge(len));
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= MAX_VARINT => Ok(()),
+        _ => Err(WireError::OffsetOverflow { offset, len }),
+    }
+}
+
+/// Appends a chunk header; the caller appends the `len` bytes after it. Fails, leaving `buf`
+/// unchanged, on the limits [`read_chunk`] enforces.
+pub fn encode_chunk_header(offset: u64, len: u64, buf: &mut Vec<u8>) -> Result<(), WireError> {
+    check_chunk(offset, len)?;
+    // Both fit: the end is at most MAX_VARINT.
+    put_varint(buf, offset)?;
+    put_varint(buf, len)
+}
+
+/// Reads one chunk, `(offset, bytes)`, from a chunk stream after its header: `Ok(None)` if the
+/// stream ends cleanly before a chunk. Lengths above [`MAX_CHUNK`] fail before anything is
+/// allocated, and memory grows only as the bytes arrive.
+pub async fn read_chunk<R: AsyncRead + Unpin>(
+    r: &mut R,
+) -> Result<Option<(u64, Bytes)>, WireError> {
+    let Some(offset) = read_varint(r).await? else {
+        return Ok(None);
+    };
+    let len = read_varint(r).await?.ok_or(WireError::Truncated)?;
+    check_chunk(offset, len)?;
+    // A declared length is only a claim: start small and grow with what is actually read.
+    let mut data = Vec::with_capacity(len.min(16 * 1024) as usize);
+    AsyncReadExt::take(&mut *r, len)
+        .read_to_end(&mut data)
+        .await
+        .map_err(io_error)?;
+    if (data.len() as u64) < len {
+        return Err(WireError::Truncated);
+    }
+    Ok(Some((offset, Bytes::from(data))))
+}

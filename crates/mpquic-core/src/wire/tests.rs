@@ -1,0 +1,689 @@
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use proptest::prelude::*;
+use tokio::io::ReadBuf;
+
+use super::*;
+
+/// Runs a future to completion; the readers in these tests never wait.
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+/// Hands out one byte per read, like a network stream delivering in pieces, then ends
+/// cleanly or with an error of `fail`'s kind.
+struct Trickle<'a> {
+    data: &'a [u8],
+    fail: Option<io::ErrorKind>,
+}
+
+impl AsyncRead for Trickle<'_> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some((&first, rest)) = self.data.split_first() {
+            buf.put_slice(&[first]);
+            self.data = rest;
+            return Poll::Ready(Ok(()));
+        }
+        match self.fail {
+            Some(kind) => Poll::Ready(Err(io::Error::new(kind, "boom"))),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+fn encoded(frame: &Frame) -> Vec<u8> {
+    let mut buf = Vec::new();
+    frame.encode(&mut buf).expect("encodes");
+    buf
+}
+
+/// A frame with a hand-built header.
+fn raw_frame(frame_type: u64, declared: u64, payload: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    put_varint(&mut buf, frame_type).unwrap();
+    put_varint(&mut buf, declared).unwrap();
+    buf.extend_from_slice(payload);
+    buf
+}
+
+/// Decodes `bytes` both from a buffer and from a stream, checks they agree, and returns the
+/// buffer's answer.
+fn decode_both(bytes: &[u8]) -> Result<Frame, WireError> {
+    let mut buf = bytes;
+    let decoded = Frame::decode(&mut buf);
+    let mut reader = bytes;
+    let read = block_on(read_frame(&mut reader));
+    assert_eq!(
+        decoded.clone().map(Some),
+        read,
+        "decode and read_frame disagree"
+    );
+    decoded
+}
+
+const PARAMS: Params = Params {
+    max_data: 1 << 24,
+    max_stream_data: 1 << 20,
+    max_bidi_streams: 100,
+    max_uni_streams: 3,
+};
+
+fn every_variant() -> Vec<Frame> {
+    vec![
+        Frame::NewSession { params: PARAMS },
+        Frame::Join {
+            session: SessionId(MAX_VARINT),
+            proof: [7; 32],
+            params: PARAMS,
+        },
+        Frame::Welcome {
+            session: SessionId(42),
+            secret: [9; 16],
+            path: u32::MAX,
+            params: PARAMS,
+        },
+        Frame::Joined { path: 1 },
+        Frame::Refused {
+            code: 3,
+            reason: "session unknown".into(),
+        },
+        Frame::MaxData { max: 1 << 40 },
+        Frame::MaxStreamData {
+            stream: 4,
+            max: 65536,
+        },
+        Frame::MaxStreams {
+            uni: false,
+            count: 10,
+        },
+        Frame::MaxStreams {
+            uni: true,
+            count: 11,
+        },
+        Frame::DataAck {
+            stream: 8,
+            offset: 1000,
+            fin: false,
+        },
+        Frame::DataAck {
+            stream: 8,
+            offset: 2000,
+            fin: true,
+        },
+        Frame::Fin {
+            stream: 8,
+            final_size: 2000,
+        },
+        Frame::ResetStream {
+            stream: 12,
+            code: 0x101,
+            final_size: 77,
+        },
+        Frame::StopSending {
+            stream: 12,
+            code: 0x102,
+        },
+        Frame::PathStatus { backup: false },
+        Frame::PathStatus { backup: true },
+    ]
+}
+
+#[test]
+fn varint_boundaries() {
+    let cases = [
+        (0, 1),
+        (63, 1),
+        (64, 2),
+        (16383, 2),
+        (16384, 4),
+        ((1 << 30) - 1, 4),
+        (1 << 30, 8),
+        (MAX_VARINT, 8),
+    ];
+    for (value, len) in cases {
+        let mut buf = Vec::new();
+        put_varint(&mut buf, value).unwrap();
+        assert_eq!(buf.len(), len, "{value}");
+        assert_eq!(varint_len(value), len, "{value}");
+        let mut rest = &buf[..];
+        assert_eq!(get_varint(&mut rest), Ok(value));
+        assert!(rest.is_empty());
+    }
+    for value in [MAX_VARINT + 1, u64::MAX] {
+        let mut buf = vec![0xaa];
+        assert_eq!(
+            put_varint(&mut buf, value),
+            Err(WireError::VarIntTooLarge(value))
+        );
+        assert_eq!(buf, [0xaa], "unchanged on error");
+    }
+}
+
+#[test]
+fn varint_examples_from_rfc_9000() {
+    let cases: [(&[u8], u64); 5] = [
+        (
+            &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c],
+            151_288_809_941_952_652,
+        ),
+        (&[0x9d, 0x7f, 0x3e, 0x7d], 494_878_333),
+        (&[0x7b, 0xbd], 15_293),
+        (&[0x25], 37),
+        (&[0x40, 0x25], 37), // not the shortest form, still accepted
+    ];
+    for (bytes, value) in cases {
+        let mut rest = bytes;
+        assert_eq!(get_varint(&mut rest), Ok(value));
+        assert!(rest.is_empty());
+    }
+}
+
+#[test]
+fn truncated_varint_leaves_input_unchanged() {
+    let mut buf = Vec::new();
+    put_varint(&mut buf, MAX_VARINT).unwrap();
+    for cut in 0..buf.len() {
+        let mut rest = &buf[..cut];
+        assert_eq!(get_varint(&mut rest), Err(WireError::Truncated));
+        assert_eq!(rest.len(), cut);
+    }
+}
+
+#[tokio::test]
+async fn read_varint_eof_cases() {
+    let mut empty: &[u8] = &[];
+    assert_eq!(read_varint(&mut empty).await, Ok(None));
+    let mut cut: &[u8] = &[0x80, 0x01];
+    assert_eq!(read_varint(&mut cut).await, Err(WireError::Truncated));
+    let mut reader = Trickle {
+        data: &[0x9d, 0x7f, 0x3e, 0x7d, 0x25],
+        fail: None,
+    };
+    assert_eq!(read_varint(&mut reader).await, Ok(Some(494_878_333)));
+    assert_eq!(read_varint(&mut reader).await, Ok(Some(37)));
+    assert_eq!(read_varint(&mut reader).await, Ok(None));
+}
+
+#[tokio::test]
+async fn io_errors_keep_their_message() {
+    let mut reader = Trickle {
+        data: &[0x40],
+        fail: Some(io::ErrorKind::ConnectionReset),
+    };
+    assert_eq!(
+        read_varint(&mut reader).await,
+        Err(WireError::Io("boom".into()))
+    );
+    let mut reader = Trickle {
+        data: &[],
+        fail: Some(io::ErrorKind::UnexpectedEof),
+    };
+    assert_eq!(read_frame(&mut reader).await, Err(WireError::Truncated));
+}
+
+#[test]
+fn every_variant_round_trips() {
+    let mut stream = Vec::new();
+    for frame in every_variant() {
+        let bytes = encoded(&frame);
+        assert_eq!(decode_both(&bytes), Ok(frame.clone()));
+        let mut first = &bytes[..];
+        assert_eq!(get_varint(&mut first), Ok(frame.frame_type()));
+        stream.extend_from_slice(&bytes);
+    }
+    // Back to back, from a buffer and from a stream that delivers a byte at a time.
+    let mut rest = &stream[..];
+    for frame in every_variant() {
+        assert_eq!(Frame::decode(&mut rest), Ok(frame));
+    }
+    assert!(rest.is_empty());
+    let mut reader = Trickle {
+        data: &stream,
+        fail: None,
+    };
+    block_on(async {
+        for frame in every_variant() {
+            assert_eq!(read_frame(&mut reader).await, Ok(Some(frame)));
+        }
+        assert_eq!(read_frame(&mut reader).await, Ok(None));
+    });
+}
+
+#[test]
+fn frame_types_match_the_table() {
+    let types: Vec<u64> = every_variant().iter().map(Frame::frame_type).collect();
+    assert_eq!(
+        types,
+        [
+            0x01, 0x02, 0x03, 0x04, 0x05, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+            0x19, 0x19
+        ]
+    );
+}
+
+#[test]
+fn truncated_frames_at_every_cut() {
+    for frame in every_variant() {
+        let bytes = encoded(&frame);
+        for cut in 0..bytes.len() {
+            let mut rest = &bytes[..cut];
+            assert_eq!(Frame::decode(&mut rest), Err(WireError::Truncated));
+            assert_eq!(rest.len(), cut, "unchanged on error");
+            let mut reader = &bytes[..cut];
+            let expected = if cut == 0 {
+                Ok(None)
+            } else {
+                Err(WireError::Truncated)
+            };
+            assert_eq!(
+                block_on(read_frame(&mut reader)),
+                expected,
+                "{frame:?} cut {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn extra_payload_bytes_are_a_length_error() {
+    let bytes = raw_frame(0x10, 3, &[5, 0, 0]);
+    assert_eq!(
+        decode_both(&bytes),
+        Err(WireError::FrameLength {
+            frame_type: 0x10,
+            declared: 3,
+            used: 1,
+        })
+    );
+    // A payload-less frame type with a payload.
+    let bytes = raw_frame(0x04, 2, &[1, 1]);
+    assert_eq!(
+        decode_both(&bytes),
+        Err(WireError::FrameLength {
+            frame_type: 0x04,
+            declared: 2,
+            used: 1,
+        })
+    );
+}
+
+#[test]
+fn short_payload_is_truncated() {
+    // MaxStreamData needs two varints; the declared payload holds one.
+    let bytes = raw_frame(0x11, 1, &[4, 9]);
+    assert_eq!(decode_both(&bytes), Err(WireError::Truncated));
+}
+
+#[test]
+fn huge_declared_length_fails_before_the_payload() {
+    for len in [MAX_FRAME_PAYLOAD + 1, MAX_VARINT] {
+        // No payload follows: the limit is checked before waiting for it.
+        let bytes = raw_frame(0x10, len, &[]);
+        assert_eq!(decode_both(&bytes), Err(WireError::FrameTooLarge(len)));
+    }
+    // Exactly the limit is read, then judged on its contents.
+    let bytes = raw_frame(0x10, MAX_FRAME_PAYLOAD, &[0; MAX_FRAME_PAYLOAD as usize]);
+    assert_eq!(
+        decode_both(&bytes),
+        Err(WireError::FrameLength {
+            frame_type: 0x10,
+            declared: MAX_FRAME_PAYLOAD,
+            used: 1,
+        })
+    );
+}
+
+#[test]
+fn unknown_frame_types() {
+    for ty in [0x00, 0x06, 0x0f, 0x1a, MAX_VARINT] {
+        assert_eq!(
+            decode_both(&raw_frame(ty, 0, &[])),
+            Err(WireError::UnknownFrame(ty))
+        );
+    }
+}
+
+#[test]
+fn refused_reason_rules() {
+    let mut payload = vec![7, 2, 0xff, 0xfe];
+    assert_eq!(
+        decode_both(&raw_frame(0x05, 4, &payload)),
+        Err(WireError::Malformed("refusal reason is not UTF-8"))
+    );
+    payload = vec![7, 0x41, 0x01];
+    payload.extend_from_slice(&[b'a'; 257]);
+    assert_eq!(
+        decode_both(&raw_frame(0x05, payload.len() as u64, &payload)),
+        Err(WireError::Malformed("refusal reason longer than 256 bytes"))
+    );
+
+    let longest = Frame::Refused {
+        code: 1,
+        reason: "x".repeat(MAX_REASON_LEN),
+    };
+    assert_eq!(decode_both(&encoded(&longest)), Ok(longest));
+    let too_long = Frame::Refused {
+        code: 1,
+        reason: "x".repeat(MAX_REASON_LEN + 1),
+    };
+    let mut buf = vec![1, 2, 3];
+    assert!(matches!(
+        too_long.encode(&mut buf),
+        Err(WireError::Malformed(_))
+    ));
+    assert_eq!(buf, [1, 2, 3], "unchanged on error");
+}
+
+#[test]
+fn refused_constructor_cuts_at_a_char_boundary() {
+    let reason = format!("a{}", "é".repeat(200));
+    let Frame::Refused { code, reason: cut } = Frame::refused(9, &reason) else {
+        panic!("not Refused");
+    };
+    assert_eq!(code, 9);
+    assert_eq!(cut.len(), 255);
+    assert!(reason.starts_with(&cut));
+    assert_eq!(
+        Frame::refused(1, "short"),
+        Frame::Refused {
+            code: 1,
+            reason: "short".into()
+        }
+    );
+}
+
+#[test]
+fn path_ids_must_fit_u32() {
+    let mut payload = Vec::new();
+    put_varint(&mut payload, u64::from(u32::MAX) + 1).unwrap();
+    assert_eq!(
+        decode_both(&raw_frame(0x04, payload.len() as u64, &payload)),
+        Err(WireError::Malformed("path id exceeds u32"))
+    );
+    let mut payload = vec![42];
+    payload.extend_from_slice(&[0; 16]);
+    put_varint(&mut payload, u64::from(u32::MAX) + 1).unwrap();
+    payload.extend_from_slice(&[0; 4]);
+    assert_eq!(
+        decode_both(&raw_frame(0x03, payload.len() as u64, &payload)),
+        Err(WireError::Malformed("path id exceeds u32"))
+    );
+}
+
+#[test]
+fn path_status_is_zero_or_one() {
+    assert_eq!(
+        decode_both(&raw_frame(0x19, 1, &[2])),
+        Err(WireError::Malformed("path status is neither 0 nor 1"))
+    );
+}
+
+#[test]
+fn encode_rejects_oversized_values_and_leaves_buf_unchanged() {
+    let frames = [
+        Frame::MaxData {
+            max: MAX_VARINT + 1,
+        },
+        Frame::Join {
+            session: SessionId(u64::MAX),
+            proof: [0; 32],
+            params: PARAMS,
+        },
+        Frame::NewSession {
+            params: Params {
+                max_uni_streams: u64::MAX,
+                ..PARAMS
+            },
+        },
+    ];
+    for frame in frames {
+        let mut buf = vec![0xee];
+        assert!(matches!(
+            frame.encode(&mut buf),
+            Err(WireError::VarIntTooLarge(_))
+        ));
+        assert_eq!(buf, [0xee]);
+    }
+}
+
+#[test]
+fn encode_appends_after_existing_bytes() {
+    let mut buf = vec![0xee, 0xff];
+    Frame::Joined { path: 3 }.encode(&mut buf).unwrap();
+    assert_eq!(buf, [0xee, 0xff, 0x04, 0x01, 0x03]);
+}
+
+#[tokio::test]
+async fn chunk_stream_round_trip() {
+    let mut buf = Vec::new();
+    encode_chunk_stream_header(17, &mut buf).unwrap();
+    encode_chunk_header(0, 5, &mut buf).unwrap();
+    buf.extend_from_slice(b"hello");
+    encode_chunk_header(100, 0, &mut buf).unwrap();
+    encode_chunk_header(MAX_VARINT - 3, 3, &mut buf).unwrap();
+    buf.extend_from_slice(b"end");
+
+    let mut reader = Trickle {
+        data: &buf,
+        fail: None,
+    };
+    assert_eq!(read_varint(&mut reader).await, Ok(Some(17)));
+    assert_eq!(
+        read_chunk(&mut reader).await,
+        Ok(Some((0, Bytes::from_static(b"hello"))))
+    );
+    assert_eq!(read_chunk(&mut reader).await, Ok(Some((100, Bytes::new()))));
+    assert_eq!(
+        read_chunk(&mut reader).await,
+        Ok(Some((MAX_VARINT - 3, Bytes::from_static(b"end"))))
+    );
+    assert_eq!(read_chunk(&mut reader).await, Ok(None));
+}
+
+#[tokio::test]
+async fn chunk_eof_cases() {
+    let mut buf = Vec::new();
+    encode_chunk_header(300, 4, &mut buf).unwrap();
+    buf.extend_from_slice(b"data");
+    for cut in 0..buf.len() {
+        let mut reader = &buf[..cut];
+        let expected = if cut == 0 {
+            Ok(None)
+        } else {
+            Err(WireError::Truncated)
+        };
+        assert_eq!(read_chunk(&mut reader).await, expected, "cut {cut}");
+    }
+}
+
+#[tokio::test]
+async fn chunk_limits() {
+    // Oversize: refused with no data behind the header.
+    let mut buf = Vec::new();
+    put_varint(&mut buf, 0).unwrap();
+    put_varint(&mut buf, MAX_CHUNK + 1).unwrap();
+    assert_eq!(
+        read_chunk(&mut &buf[..]).await,
+        Err(WireError::ChunkTooLarge(MAX_CHUNK + 1))
+    );
+    // Exactly the limit is fine.
+    let mut buf = Vec::new();
+    encode_chunk_header(0, MAX_CHUNK, &mut buf).unwrap();
+    buf.resize(buf.len() + MAX_CHUNK as usize, 0x5a);
+    let (offset, data) = read_chunk(&mut &buf[..]).await.unwrap().unwrap();
+    assert_eq!((offset, data.len() as u64), (0, MAX_CHUNK));
+    // Ending beyond MAX_VARINT.
+    let mut buf = Vec::new();
+    put_varint(&mut buf, MAX_VARINT).unwrap();
+    put_varint(&mut buf, 1).unwrap();
+    buf.push(0);
+    assert_eq!(
+        read_chunk(&mut &buf[..]).await,
+        Err(WireError::OffsetOverflow {
+            offset: MAX_VARINT,
+            len: 1
+        })
+    );
+}
+
+#[test]
+fn chunk_header_encoder_checks_the_reader_limits() {
+    let mut buf = vec![1];
+    assert_eq!(
+        encode_chunk_header(0, MAX_CHUNK + 1, &mut buf),
+        Err(WireError::ChunkTooLarge(MAX_CHUNK + 1))
+    );
+    assert_eq!(
+        encode_chunk_header(MAX_VARINT, 1, &mut buf),
+        Err(WireError::OffsetOverflow {
+            offset: MAX_VARINT,
+            len: 1
+        })
+    );
+    assert_eq!(
+        encode_chunk_header(u64::MAX, 1, &mut buf),
+        Err(WireError::OffsetOverflow {
+            offset: u64::MAX,
+            len: 1
+        })
+    );
+    assert_eq!(
+        encode_chunk_stream_header(MAX_VARINT + 1, &mut buf),
+        Err(WireError::VarIntTooLarge(MAX_VARINT + 1))
+    );
+    assert_eq!(buf, [1]);
+    encode_chunk_header(MAX_VARINT, 0, &mut buf).unwrap();
+}
+
+/// Values spread over all four varint lengths.
+fn varint() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        0..=63u64,
+        64..=16383u64,
+        16384..=(1u64 << 30) - 1,
+        0..=MAX_VARINT
+    ]
+}
+
+fn params() -> impl Strategy<Value = Params> {
+    (varint(), varint(), varint(), varint()).prop_map(|(a, b, c, d)| Params {
+        max_data: a,
+        max_stream_data: b,
+        max_bidi_streams: c,
+        max_uni_streams: d,
+    })
+}
+
+fn frame() -> impl Strategy<Value = Frame> {
+    prop_oneof![
+        params().prop_map(|params| Frame::NewSession { params }),
+        (varint(), any::<[u8; 32]>(), params()).prop_map(|(s, proof, params)| Frame::Join {
+            session: SessionId(s),
+            proof,
+            params
+        }),
+        (varint(), any::<[u8; 16]>(), any::<u32>(), params()).prop_map(
+            |(s, secret, path, params)| Frame::Welcome {
+                session: SessionId(s),
+                secret,
+                path,
+                params
+            }
+        ),
+        any::<u32>().prop_map(|path| Frame::Joined { path }),
+        // At most 64 chars of at most 4 bytes: within MAX_REASON_LEN.
+        (varint(), "\\PC{0,64}").prop_map(|(code, reason)| Frame::Refused { code, reason }),
+        varint().prop_map(|max| Frame::MaxData { max }),
+        (varint(), varint()).prop_map(|(stream, max)| Frame::MaxStreamData { stream, max }),
+        (any::<bool>(), varint()).prop_map(|(uni, count)| Frame::MaxStreams { uni, count }),
+        (varint(), varint(), any::<bool>()).prop_map(|(stream, offset, fin)| Frame::DataAck {
+            stream,
+            offset,
+            fin
+        }),
+        (varint(), varint()).prop_map(|(stream, final_size)| Frame::Fin { stream, final_size }),
+        (varint(), varint(), varint()).prop_map(|(stream, code, final_size)| {
+            Frame::ResetStream {
+                stream,
+                code,
+                final_size,
+            }
+        }),
+        (varint(), varint()).prop_map(|(stream, code)| Frame::StopSending { stream, code }),
+        any::<bool>().prop_map(|backup| Frame::PathStatus { backup }),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn frames_round_trip(frame in frame()) {
+        let bytes = encoded(&frame);
+        prop_assert!(bytes.len() as u64 <= 3 + MAX_FRAME_PAYLOAD);
+        prop_assert_eq!(decode_both(&bytes), Ok(frame));
+    }
+
+    #[test]
+    fn frame_cuts_are_truncated(frame in frame()) {
+        let bytes = encoded(&frame);
+        for cut in 0..bytes.len() {
+            let mut rest = &bytes[..cut];
+            prop_assert_eq!(Frame::decode(&mut rest), Err(WireError::Truncated));
+        }
+    }
+
+    #[test]
+    fn varints_round_trip(value in varint()) {
+        let mut buf = Vec::new();
+        put_varint(&mut buf, value).unwrap();
+        prop_assert_eq!(buf.len(), varint_len(value));
+        let mut rest = &buf[..];
+        prop_assert_eq!(get_varint(&mut rest), Ok(value));
+        prop_assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let mut rest = &bytes[..];
+        let decoded = Frame::decode(&mut rest);
+        let mut reader = &bytes[..];
+        let read = block_on(read_frame(&mut reader));
+        if bytes.is_empty() {
+            prop_assert_eq!(read, Ok(None));
+        } else {
+            prop_assert_eq!(decoded.clone().map(Some), read);
+        }
+        // Whatever decodes re-encodes to the same frame.
+        if let Ok(frame) = decoded {
+            let mut again = &encoded(&frame)[..];
+            prop_assert_eq!(Frame::decode(&mut again), Ok(frame));
+        }
+    }
+
+    #[test]
+    fn arbitrary_chunk_streams_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        block_on(async {
+            let mut reader = &bytes[..];
+            let mut previous = reader.len();
+            while let Ok(Some((offset, data))) = read_chunk(&mut reader).await {
+                prop_assert!(data.len() as u64 <= MAX_CHUNK);
+                prop_assert!(offset + data.len() as u64 <= MAX_VARINT);
+                prop_assert!(reader.len() < previous, "each chunk consumes input");
+                previous = reader.len();
+            }
+            Ok(())
+        })?;
+    }
+}

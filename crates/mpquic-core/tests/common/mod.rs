@@ -1,0 +1,137 @@
+//! Shared set-up for the loopback tests: a server on 127.0.0.1 and a client whose paths come
+//! from 127.0.0.1, 127.0.0.2, ... (distinct addresses per path).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mpquic_core::{Config, Connection, Endpoint, PathStatus};
+use sha2::{Digest, Sha256};
+
+pub struct Pair {
+    pub client: Connection,
+    pub server: Connection,
+    pub server_addr: SocketAddr,
+    pub client_endpoint: Endpoint,
+    pub server_endpoint: Endpoint,
+}
+
+pub fn certificate() -> (
+    rustls::pki_types::CertificateDer<'static>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
+    (cert.cert.der().clone(), key.into())
+}
+
+pub fn local(k: usize) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, k as u8], 0))
+}
+
+/// A client and server over `paths` paths with `scheduler`.
+pub async fn pair(paths: usize, scheduler: &str) -> Pair {
+    let mut config = Config::default();
+    config.scheduler(scheduler).unwrap();
+    pair_with(paths, config).await
+}
+
+pub async fn pair_with(paths: usize, config: Config) -> Pair {
+    let (cert, key) = certificate();
+    let server_endpoint = Endpoint::server(
+        &["127.0.0.1:0".parse().unwrap()],
+        config.clone(),
+        vec![cert.clone()],
+        key,
+    )
+    .unwrap();
+    let server_addr = server_endpoint.local_addrs()[0];
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).unwrap();
+    let client_endpoint = Endpoint::client(&[local(1)], config, roots).unwrap();
+    let client = client_endpoint
+        .connect(server_addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let server = server_endpoint.accept().await.unwrap();
+    for k in 2..=paths {
+        client
+            .open_path(local(k), server_addr, PathStatus::Available)
+            .await
+            .unwrap();
+    }
+    // Wait until the server has every path too.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while server
+            .paths()
+            .iter()
+            .filter(|p| p.status != PathStatus::Down)
+            .count()
+            < paths
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("server sees every path");
+    Pair {
+        client,
+        server,
+        server_addr,
+        client_endpoint,
+        server_endpoint,
+    }
+}
+
+/// Deterministic bytes for stream `seed` (xorshift), cheap enough for 100 MB.
+pub fn payload(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
+/// Server side of the echo-hash protocol: every bidi stream is read to its end and answered
+/// with the sha256 of what arrived.
+pub fn serve_hashes(server: Connection) {
+    tokio::spawn(async move {
+        while let Ok((mut send, mut recv)) = server.accept_bi().await {
+            tokio::spawn(async move {
+                let mut hasher = Sha256::new();
+                while let Some(chunk) = recv.read_chunk(usize::MAX).await.unwrap() {
+                    hasher.update(&chunk);
+                }
+                let digest: [u8; 32] = hasher.finalize().into();
+                send.write_all(&digest).await.unwrap();
+                send.finish().unwrap();
+            });
+        }
+    });
+}
+
+/// Sends `len` bytes on a new stream and checks the server's sha256 of them.
+pub async fn send_and_check(client: &Connection, seed: u64, len: usize) -> mpquic_core::SendStream {
+    let data = payload(seed, len);
+    let (mut send, mut recv) = client.open_bi().await.unwrap();
+    send.write_all(&data).await.unwrap();
+    send.finish().unwrap();
+    let digest = recv.read_to_end(64).await.unwrap();
+    assert_eq!(
+        digest,
+        sha256(&data),
+        "stream {seed} of {len} bytes arrived intact"
+    );
+    send
+}
