@@ -39,6 +39,7 @@ pub mod events;
 pub mod link;
 pub mod loopback;
 pub mod probe;
+pub mod pump;
 pub mod relay;
 pub mod topology;
 pub mod trace;

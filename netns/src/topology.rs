@@ -4,10 +4,10 @@
 //! Path k is a pair of TUN devices opened by this process, one moved into each namespace, with
 //! addresses [`client_addr`]`(k)` = `10.(k+1).0.1/24` and [`server_addr`]`(k)` =
 //! `10.(k+1).0.2/24`; a process in the client namespace chooses path k by its local address (or
-//! simply by the server address it sends to). Per path and direction a shuttle thread reads
-//! the IP packets the kernel routes out of one TUN device and offers them to that direction's
-//! [`Link`]; a sender thread (the relay's, with a TUN device as its outlet) writes what the link
-//! delivers into the other namespace's device at its delivery time. The links see whole IPv4
+//! simply by the server address it sends to). One thread (the relay's
+//! [`pump`]) reads the IP packets the kernel routes out of each TUN device, offers
+//! them to that direction's [`Link`], and writes what the link delivers into the other
+//! namespace's device at its delivery time. The links see whole IPv4
 //! packets, so no overhead is added to their length.
 //!
 //! Names are unique per testbed (`mq<pid>x<n>c` and `mq<pid>x<n>s` for the namespaces,
@@ -21,17 +21,14 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use mpquic_sched::sim::Scenario;
 
 use crate::error::NetnsError;
 use crate::link::{Link, LinkConfig};
-use crate::relay::{send, Direction, PathStats, Shared};
-use crate::tun::{validate_ifname, TunDevice, MAX_PACKET};
-
-/// How often a shuttle blocked on its device looks at the stop flag.
-const POLL: Duration = Duration::from_millis(20);
+use crate::pump::{self, Input, Output};
+use crate::relay::{Delivery, Direction, Outlet, PathStats, Shared};
+use crate::tun::{validate_ifname, TunDevice};
 
 /// Most paths a topology can have: path k uses the subnet `10.(k+1).0.0/24`.
 pub const MAX_PATHS: usize = 254;
@@ -124,33 +121,43 @@ impl Topology {
             topo.created.push(ns.clone());
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
         }
+        let mut inputs = Vec::new();
+        let mut outputs = Vec::new();
         for (k, (uplink, downlink)) in links.into_iter().enumerate() {
             let client = topo.device(&format!("{prefix}c{k}"), Side::Client, client_addr(k))?;
             let server = topo.device(&format!("{prefix}s{k}"), Side::Server, server_addr(k))?;
             let up = Arc::new(Direction::new(uplink, 0));
             let down = Arc::new(Direction::new(downlink, 0));
             topo.paths.push([Arc::clone(&up), Arc::clone(&down)]);
-            topo.spawn(&format!("{prefix}p{k}ur"), {
-                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&up), &client);
-                let dev = Arc::clone(dev);
-                move || shuttle_in(&shared, &dir, &dev)
-            })?;
-            topo.spawn(&format!("{prefix}p{k}us"), {
-                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&up), &server);
-                let dev = Arc::clone(dev);
-                move || send(&shared, &dir, &*dev)
-            })?;
-            topo.spawn(&format!("{prefix}p{k}dr"), {
-                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&down), &server);
-                let dev = Arc::clone(dev);
-                move || shuttle_in(&shared, &dir, &dev)
-            })?;
-            topo.spawn(&format!("{prefix}p{k}ds"), {
-                let (shared, dir, dev) = (Arc::clone(&topo.shared), Arc::clone(&down), &client);
-                let dev = Arc::clone(dev);
-                move || send(&shared, &dir, &*dev)
-            })?;
+            inputs.push(Input {
+                inlet: Box::new(Arc::clone(&client)),
+                dir: Arc::clone(&up),
+                accept: is_ipv4,
+                last_sender: None,
+            });
+            inputs.push(Input {
+                inlet: Box::new(Arc::clone(&server)),
+                dir: Arc::clone(&down),
+                accept: is_ipv4,
+                last_sender: None,
+            });
+            outputs.push(Output {
+                dir: up,
+                outlet: Box::new(Device(server)),
+            });
+            outputs.push(Output {
+                dir: down,
+                outlet: Box::new(Device(client)),
+            });
         }
+        let name = format!("{prefix}pump");
+        let handle = pump::spawn(name.clone(), Arc::clone(&topo.shared), inputs, outputs).map_err(
+            |source| NetnsError::Io {
+                context: format!("cannot start topology thread {name}"),
+                source,
+            },
+        )?;
+        topo.threads.push(handle);
         Ok(topo)
     }
 
@@ -163,28 +170,16 @@ impl Topology {
         addr: Ipv4Addr,
     ) -> Result<Arc<TunDevice>, NetnsError> {
         let dev = Arc::new(TunDevice::create(name)?);
+        dev.set_nonblocking().map_err(|source| NetnsError::Io {
+            context: format!("cannot make TUN device {name} non-blocking"),
+            source,
+        })?;
         self.devices.push(Arc::clone(&dev));
         let ns = self.ns(side).to_owned();
         ip(&["link", "set", name, "netns", &ns])?;
         ip(&["-n", &ns, "addr", "add", &format!("{addr}/24"), "dev", name])?;
         ip(&["-n", &ns, "link", "set", name, "up"])?;
         Ok(dev)
-    }
-
-    fn spawn(
-        &mut self,
-        name: &str,
-        body: impl FnOnce() + Send + 'static,
-    ) -> Result<(), NetnsError> {
-        let handle = std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(body)
-            .map_err(|source| NetnsError::Io {
-                context: format!("cannot spawn topology thread {name}"),
-                source,
-            })?;
-        self.threads.push(handle);
-        Ok(())
     }
 
     /// The scenario it emulates.
@@ -244,10 +239,6 @@ impl Topology {
         self.shared
             .stop
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        for [up, down] in &self.paths {
-            up.wake_for_shutdown();
-            down.wake_for_shutdown();
-        }
         for handle in self.threads.drain(..) {
             // A panicked thread has nothing left to clean up; joining is what matters.
             let _ = handle.join();
@@ -271,22 +262,18 @@ impl Drop for Topology {
     }
 }
 
-/// Shuttle thread: reads the IPv4 packets the kernel routes out of `dev` and offers them to
-/// `dir`'s link. Anything else (IPv6 neighbour discovery and the like) stays off the link.
-fn shuttle_in(shared: &Shared, dir: &Direction, dev: &TunDevice) {
-    let mut buf = vec![0u8; MAX_PACKET];
-    while !shared.stop.load(Ordering::Relaxed) {
-        match dev.recv_timeout(&mut buf, POLL) {
-            Ok(Some(n)) => {
-                let now = shared.start.elapsed();
-                if n > 0 && buf[0] >> 4 == 4 {
-                    dir.admit(&buf[..n], now);
-                }
-            }
-            Ok(None) => {}
-            // Unexpected (the device going away at shutdown); back off instead of spinning.
-            Err(_) => std::thread::sleep(POLL),
-        }
+/// Only IPv4 packets go on the links; anything else the kernel sends out of a device (IPv6
+/// neighbour discovery and the like) stays off them.
+fn is_ipv4(packet: &[u8]) -> bool {
+    packet.first().is_some_and(|b| b >> 4 == 4)
+}
+
+/// A device shared with the pump's inlets, as an outlet.
+struct Device(Arc<TunDevice>);
+
+impl Outlet for Device {
+    fn deliver(&self, data: &[u8]) -> Delivery {
+        self.0.deliver(data)
     }
 }
 

@@ -7,9 +7,11 @@
 //! descriptor (dropping the [`TunDevice`]) deletes the device, wherever it is.
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::error::NetnsError;
+use crate::pump::Inlet;
 use crate::relay::{Delivery, Outlet};
 
 /// Longest interface name Linux accepts (`IFNAMSIZ` minus the terminating NUL).
@@ -84,6 +86,14 @@ impl TunDevice {
         }
     }
 
+    /// Makes reads return at once when no packet is waiting (the pump waits on the device).
+    ///
+    /// # Errors
+    /// The `fcntl` error.
+    pub fn set_nonblocking(&self) -> io::Result<()> {
+        self.device.set_nonblock()
+    }
+
     /// Writes one IP packet: it arrives on the device.
     ///
     /// # Errors
@@ -98,6 +108,20 @@ impl Outlet for TunDevice {
         match self.send(data) {
             Ok(_) => Delivery::Sent,
             Err(_) => Delivery::Failed,
+        }
+    }
+}
+
+impl Inlet for std::sync::Arc<TunDevice> {
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.device)
+    }
+
+    fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<(usize, Option<SocketAddr>)>> {
+        match self.device.recv(buf) {
+            Ok(n) => Ok(Some((n, None))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
         }
     }
 }
