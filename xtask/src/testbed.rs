@@ -11,6 +11,11 @@
 //! - `down`: removes the state file, waits (up to 5 s) for the running `up` to tear down, then
 //!   deletes every testbed namespace whose owner process is gone. It kills nothing.
 //! - `exec client|server -- CMD...`: runs CMD in that namespace of the running testbed.
+//! - `cost [--mode netns|loopback] [--paths 2] [--mbit 50] [--seconds 10]`: the emulator's own
+//!   CPU cost while it forwards `--paths` saturated links of `--mbit` Mbit/s each (10 ms one
+//!   way): CPU seconds of this process (getrusage; the links run in it, the load generators
+//!   `linkemu blast` and `linkemu probe-server` in children) over a fixed window, as a share
+//!   of one core.
 //! - `check --scenario NAME [--mode netns|loopback]`: measures every path (RTT, goodput and
 //!   loss per direction) against its configuration; exit code 1 when a check fails. Ctrl-C
 //!   stops it, and its namespaces go with it.
@@ -23,11 +28,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
-use mpquic_netns::loopback::LoopbackTestbed;
+use mpquic_netns::loopback::{relay_paths, LoopbackTestbed};
+use mpquic_netns::relay::{PathStats, Relay};
 use mpquic_netns::topology::{
     self, client_addr, pid_alive, remove_stale_namespaces, server_addr, Side, Topology,
 };
-use mpquic_sched::sim::Scenario;
+use mpquic_sched::sim::{PathSpec, Scenario};
+use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{SigSet, Signal};
 
 use crate::Failure;
@@ -119,6 +126,21 @@ enum TestbedCommand {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Measures the emulator's own CPU cost while it forwards saturated links.
+    Cost {
+        /// netns (root: TUN devices between two namespaces) or loopback (UDP relay).
+        #[arg(long, value_enum, default_value_t = Mode::Netns)]
+        mode: Mode,
+        /// How many paths, each saturated in the client-to-server direction.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=16))]
+        paths: u64,
+        /// Each path's rate in Mbit/s.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        mbit: u64,
+        /// The measured window, after one second of warm-up.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+        seconds: u64,
+    },
     /// Measures every path of a scenario against its configuration and prints both.
     Check {
         /// Scenario preset, e.g. pb-high.
@@ -160,6 +182,12 @@ pub fn run(args: &TestbedArgs) -> Result<ExitCode, Failure> {
             paths,
             mode,
         } => check(scenario_of(scenario, *paths)?, *mode),
+        TestbedCommand::Cost {
+            mode,
+            paths,
+            mbit,
+            seconds,
+        } => cost(*mode, *paths, *mbit, *seconds),
     }
 }
 
@@ -483,8 +511,17 @@ impl Drop for Started {
 /// listens.
 fn probe_server(topo: &Topology, linkemu: &Path, k: usize) -> Result<Started, Failure> {
     let bind = format!("{}:{PROBE_PORT}", server_addr(k));
-    let mut command = topo.exec(Side::Server, [linkemu.as_os_str()]);
-    command.args(["probe-server", "--bind", &bind]);
+    let command = topo.exec(Side::Server, [linkemu.as_os_str()]);
+    start_probe_server(command, &bind).map(|(child, _)| child)
+}
+
+/// Starts `command` (a `linkemu` to which this adds `probe-server --bind BIND`) and waits
+/// until it says where it listens.
+fn start_probe_server(
+    mut command: Process,
+    bind: &str,
+) -> Result<(Started, std::net::SocketAddr), Failure> {
+    command.args(["probe-server", "--bind", bind]);
     let mut child = Started(
         command
             .stdout(Stdio::piped())
@@ -507,8 +544,15 @@ fn probe_server(topo: &Topology, linkemu: &Path, k: usize) -> Result<Started, Fa
             other => break other,
         }
     };
+    let listening = |line: &str| {
+        line.trim()
+            .strip_prefix("probe server on ")
+            .and_then(|a| a.parse().ok())
+    };
     match ready {
-        Ok(line) if line.starts_with("probe server on") => Ok(child),
+        Ok(line) if listening(&line).is_some() => {
+            Ok((child, listening(&line).expect("checked just above")))
+        }
         other => {
             let _ = child.0.kill();
             let _ = child.0.wait();
@@ -588,6 +632,134 @@ fn check_netns(scenario: &'static Scenario) -> Result<usize, Failure> {
     }
     topo.down().map_err(netns_error)?;
     Ok(failed)
+}
+
+/// The emulator `cost` measures, running in this process.
+enum Emulator {
+    Netns(Topology),
+    Loopback(Relay),
+}
+
+/// CPU time (user + system) of this whole process so far.
+fn own_cpu_time() -> Result<Duration, Failure> {
+    let usage = getrusage(UsageWho::RUSAGE_SELF)
+        .map_err(|e| Failure::Testbed(format!("getrusage: {e}")))?;
+    let micros = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
+    };
+    Ok(micros(usage.user_time()) + micros(usage.system_time()))
+}
+
+/// What forwarded counters and CPU time looked like at one moment.
+struct Sample {
+    at: Instant,
+    cpu: Duration,
+    bytes: Vec<u64>,
+}
+
+fn sample(stats: &[PathStats]) -> Result<Sample, Failure> {
+    Ok(Sample {
+        at: Instant::now(),
+        cpu: own_cpu_time()?,
+        bytes: stats.iter().map(|s| s.uplink.forwarded_bytes).collect(),
+    })
+}
+
+fn cost(mode: Mode, paths: u64, mbit: u64, seconds: u64) -> Result<ExitCode, Failure> {
+    if mode == Mode::Netns {
+        require_netns()?;
+    }
+    catch_signals()?;
+    let linkemu = linkemu()?;
+    let spec = PathSpec::new(mbit * 1_000_000, Duration::from_millis(10));
+    let specs: &'static [PathSpec] = Box::leak(vec![spec; paths as usize].into_boxed_slice());
+    let scenario: &'static Scenario = Box::leak(Box::new(Scenario {
+        name: "cost",
+        paths: specs,
+        source: "cargo xtask testbed cost",
+    }));
+    // The load runs one second of warm-up, the window, and a second of slack.
+    let blast_seconds = (seconds + 2).to_string();
+    let rate = (mbit * 1_000_000).to_string();
+    let blast = |mut command: Process, target: String, bind: Option<String>| {
+        command.args(["blast", "--target", &target, "--rate-bps", &rate]);
+        command.args(["--seconds", &blast_seconds]);
+        if let Some(bind) = bind {
+            command.args(["--bind", &bind]);
+        }
+        command
+            .stdout(Stdio::null())
+            .spawn()
+            .map(Started)
+            .map_err(|e| Failure::Testbed(format!("cannot start linkemu blast: {e}")))
+    };
+    let mut children = Vec::new();
+    // The emulator runs in this process, the load in children.
+    let emulator = match mode {
+        Mode::Netns => {
+            let topo = Topology::up(scenario).map_err(netns_error)?;
+            for k in 0..scenario.paths.len() {
+                children.push(probe_server(&topo, &linkemu, k)?);
+            }
+            for k in 0..scenario.paths.len() {
+                let target = format!("{}:{PROBE_PORT}", server_addr(k));
+                let bind = format!("{}:0", client_addr(k));
+                let command = topo.exec(Side::Client, [linkemu.as_os_str()]);
+                children.push(blast(command, target, Some(bind))?);
+            }
+            Emulator::Netns(topo)
+        }
+        Mode::Loopback => {
+            let mut servers = Vec::new();
+            for _ in 0..scenario.paths.len() {
+                let (child, addr) = start_probe_server(Process::new(&linkemu), "127.0.0.1:0")?;
+                children.push(child);
+                servers.push(addr);
+            }
+            let relay = Relay::start(relay_paths(scenario, &[], &servers).map_err(netns_error)?)
+                .map_err(netns_error)?;
+            for addr in relay.local_addrs() {
+                children.push(blast(Process::new(&linkemu), addr.to_string(), None)?);
+            }
+            Emulator::Loopback(relay)
+        }
+    };
+    let stats = || match &emulator {
+        Emulator::Netns(topo) => topo.stats(),
+        Emulator::Loopback(relay) => relay.stats(),
+    };
+    let wait = |d: Duration| {
+        let until = Instant::now() + d;
+        while Instant::now() < until && stop_signal().is_none() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait(Duration::from_secs(1));
+    let first = sample(&stats())?;
+    wait(Duration::from_secs(seconds));
+    let last = sample(&stats())?;
+    drop(children);
+    if let Some(signal) = stop_signal() {
+        return Ok(interrupted(signal));
+    }
+    let wall = (last.at - first.at).as_secs_f64();
+    let what = match mode {
+        Mode::Netns => "IP packets, TUN to TUN",
+        Mode::Loopback => "UDP payload, relay",
+    };
+    for (k, (a, b)) in first.bytes.iter().zip(&last.bytes).enumerate() {
+        println!(
+            "path {k}: forwarded {:.2} Mbit/s ({what}) of {mbit} Mbit/s",
+            (b - a) as f64 * 8.0 / wall / 1e6
+        );
+    }
+    let cpu = (last.cpu - first.cpu).as_secs_f64();
+    println!(
+        "emulator cpu: {cpu:.3} s over {wall:.3} s = {:.1}% of one core ({mode:?}, {paths} x {mbit} Mbit/s)",
+        cpu / wall * 100.0
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

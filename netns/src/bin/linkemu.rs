@@ -11,6 +11,9 @@
 //!                                                   data, measure goodput (after the first second)
 //! linkemu tcp-send --target ADDR --seconds N        one TCP flow as fast as it goes for N seconds;
 //!                                                   prints the sink's measurement
+//! linkemu blast --target ADDR --rate-bps R --seconds N [--bind ADDR]
+//!                                                   UDP at 1.1 x R to a probe server for N seconds
+//!                                                   (load for measuring the emulator's cost)
 //! ```
 
 // A command-line tool: its output is stdout.
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use mpquic_netns::error::NetnsError;
 use mpquic_netns::loopback::{any_loopback_port, relay_paths, LoopbackTestbed};
-use mpquic_netns::probe::{check_path, PathCheck, ProbeServer, Prober};
+use mpquic_netns::probe::{check_path, Direction, PathCheck, ProbeServer, Prober};
 use mpquic_netns::relay::Relay;
 use mpquic_sched::sim::Scenario;
 
@@ -94,6 +97,23 @@ enum Command {
         #[arg(long)]
         connections: Option<u64>,
     },
+    /// Offers 1.1 x the rate of full-size UDP datagrams to a probe server for N seconds (the
+    /// link stays saturated), then prints the goodput that arrived: load for `cargo xtask
+    /// testbed cost`.
+    Blast {
+        /// The probe server (or the relay in front of it).
+        #[arg(long)]
+        target: SocketAddr,
+        /// Local address to send from (selects the path in the namespace testbed).
+        #[arg(long)]
+        bind: Option<SocketAddr>,
+        /// The link rate to saturate, bit/s.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1_000..=10_000_000_000))]
+        rate_bps: u64,
+        /// How long to send.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        seconds: u64,
+    },
     /// Sends one TCP flow as fast as it goes for N seconds to a `tcp-sink`, then prints the
     /// sink's measurement of it. The path is chosen by the target's subnet.
     TcpSend {
@@ -137,6 +157,12 @@ fn main() -> ExitCode {
         } => probe(target, &scenario, path, bind),
         Command::TcpSink { bind, connections } => tcp_sink(bind, connections),
         Command::TcpSend { target, seconds } => tcp_send(target, seconds),
+        Command::Blast {
+            target,
+            bind,
+            rate_bps,
+            seconds,
+        } => blast(target, bind, rate_bps, seconds),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -241,6 +267,34 @@ fn probe(
         n => Err(Failure::Checks(n)),
     }
 }
+
+fn blast(
+    target: SocketAddr,
+    bind: Option<SocketAddr>,
+    rate_bps: u64,
+    seconds: u64,
+) -> Result<(), Failure> {
+    let prober = match bind {
+        Some(local) => Prober::bind(local, target)?,
+        None => Prober::new(target)?,
+    };
+    let stats = prober.goodput(
+        Direction::Uplink,
+        rate_bps,
+        Duration::from_secs(seconds),
+        BLAST_DATAGRAM,
+    )?;
+    println!(
+        "blast to {target}: {} of {} datagrams arrived, goodput {:.3} Mbit/s",
+        stats.received,
+        stats.sent,
+        stats.goodput_bps / 1e6
+    );
+    Ok(())
+}
+
+/// Full-size datagrams: 1472 bytes of payload fill a 1500-byte IPv4 packet.
+const BLAST_DATAGRAM: usize = 1472;
 
 /// The part of a TCP flow's start left out of its goodput (slow start).
 const TCP_WARMUP: Duration = Duration::from_secs(1);
