@@ -3,10 +3,11 @@
 //! This facade re-exports the workspace's crates so an application needs one dependency:
 //! - [`sched`]: the [`Scheduler`](sched::Scheduler) contract, PriorityBucket and the baseline
 //!   schedulers, and a deterministic simulator;
-//! - [`estimate`]: the RTT, one-way delay and bandwidth estimators the schedulers are fed from.
+//! - [`estimate`]: the RTT, one-way delay and bandwidth estimators the schedulers are fed from;
+//! - at the top level, the transport of [`mpquic_core`]: [`Endpoint`], [`Connection`],
+//!   [`SendStream`], [`RecvStream`] and [`Config`], one logical connection over several paths.
 //!
-//! The transport (paths as quinn connections), HTTP/3 priorities and the testbed come in later
-//! crates of the workspace; see the README.
+//! HTTP/3 priorities and the testbed are separate crates of the workspace; see the README.
 //!
 //! # Example
 //!
@@ -32,5 +33,6 @@
 //! # Ok::<(), mpquic::sched::SchedError>(())
 //! ```
 
+pub use mpquic_core::*;
 pub use mpquic_estimate as estimate;
 pub use mpquic_sched as sched;

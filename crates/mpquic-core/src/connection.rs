@@ -169,7 +169,6 @@ impl Shared {
                 retire: Vec::new(),
                 bytes_sent: 0,
                 bytes_received: 0,
-                opened: Instant::now(),
                 last_estimate_event: None,
                 generation: 0,
             };
@@ -574,6 +573,7 @@ async fn send_loop(
                 }
             }
             Step::Send(work) => {
+                telemetry.data_written(Instant::now());
                 if let Err(e) = write_work(&conn, &mut streams, work).await {
                     tracing::debug!(%e, "path write failed");
                     break;

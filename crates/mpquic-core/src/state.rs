@@ -213,7 +213,6 @@ pub(crate) struct PathEntry {
     pub(crate) retire: Vec<(u64, bool)>,
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_received: u64,
-    pub(crate) opened: Instant,
     pub(crate) last_estimate_event: Option<Instant>,
     pub(crate) generation: u64,
 }
@@ -790,7 +789,9 @@ impl State {
             self.consumed_total += n;
             let window = self.local_params.max_stream_data;
             let read_to = recv.reasm.read_offset();
-            if recv.final_size.is_none() && recv.max_stream_data - read_to < window / 2 {
+            // Extend the window once half of it is read, unless it already covers the end.
+            let short_of_end = recv.final_size.is_none_or(|f| recv.max_stream_data < f);
+            if short_of_end && recv.max_stream_data - read_to < window / 2 {
                 recv.max_stream_data = read_to + window;
                 self.pending_max_stream_data
                     .insert(id, recv.max_stream_data);
@@ -887,9 +888,7 @@ impl State {
                     return Ok(());
                 };
                 let recv = stream.recv.as_mut().ok_or(ProtocolError::StreamState(id))?;
-                if recv.final_size.is_some_and(|f| f != final_size)
-                    || final_size < recv.counted_end
-                    || final_size > recv.max_stream_data
+                if recv.final_size.is_some_and(|f| f != final_size) || final_size < recv.counted_end
                 {
                     return Err(ProtocolError::FinalSize(id));
                 }
@@ -1137,10 +1136,9 @@ impl State {
         if !entry.up || self.error.is_some() {
             return (Step::Stop, retire);
         }
-        let (generation, in_flight, progress, srtt) = {
+        let (generation, unacked_since, srtt) = {
             let t = entry.telemetry.lock();
-            let progress = t.last_ack.max(t.busy_since).unwrap_or(entry.opened);
-            (t.generation, t.in_flight, progress, t.rtt.srtt())
+            (t.generation, t.unacked_since, t.rtt.srtt())
         };
         let snapshot = entry.telemetry.snapshot(path, entry.status);
         if generation != entry.generation {
@@ -1160,7 +1158,7 @@ impl State {
             }
         }
         let failure_deadline =
-            (in_flight > 0).then(|| progress + (srtt * failure_rtts).max(failure_floor));
+            unacked_since.map(|since| since + (srtt * failure_rtts).max(failure_floor));
         if failure_deadline.is_some_and(|d| now >= d) {
             entry.conn.close(
                 quinn::VarInt::from_u64(crate::error::codes::PATH_FAILED)

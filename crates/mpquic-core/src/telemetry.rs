@@ -36,10 +36,9 @@ pub(crate) struct TelemetryState {
     pub(crate) one_way: OneWayDelay,
     pub(crate) cwnd: u64,
     pub(crate) in_flight: u64,
-    /// When an ack last acknowledged new data.
-    pub(crate) last_ack: Option<Instant>,
-    /// When data last went in flight on an idle path (failure detection counts from here too).
-    pub(crate) busy_since: Option<Instant>,
+    /// Since when packets have been waiting for an acknowledgement without any arriving
+    /// (`None`: nothing outstanding). Path-failure detection counts from here.
+    pub(crate) unacked_since: Option<Instant>,
     pub(crate) lost_bytes: u64,
     pub(crate) congestion_events: u64,
     /// Bumped on every change, so the sender re-reports estimates only when they moved.
@@ -71,8 +70,7 @@ impl Telemetry {
                 one_way: OneWayDelay::default(),
                 cwnd: 0,
                 in_flight: 0,
-                last_ack: None,
-                busy_since: None,
+                unacked_since: None,
                 lost_bytes: 0,
                 congestion_events: 0,
                 generation: 0,
@@ -104,6 +102,11 @@ impl Telemetry {
             cwnd: state.cwnd,
             bytes_in_flight: state.in_flight,
         }
+    }
+
+    /// The path's sender wrote stream data: from now on an acknowledgement is due.
+    pub(crate) fn data_written(&self, now: Instant) {
+        self.lock().unacked_since.get_or_insert(now);
     }
 
     /// A factory that wraps `inner`'s controllers so they report to `self`.
@@ -166,10 +169,8 @@ impl Controller for TelemetryController {
             s.sent.pop_front();
         }
         s.sent.push_back((now, state));
-        if s.in_flight == 0 {
-            s.busy_since = Some(now);
-        }
-        s.in_flight = s.in_flight.saturating_add(bytes);
+        // quinn reports every packet here, ACK-only ones too, which never come back acked: so
+        // bytes in flight come from quinn's own count at each ack batch, not from summing these.
         s.cwnd = window;
     }
 
@@ -195,7 +196,6 @@ impl Controller for TelemetryController {
             }
         }
         s.newest_acked_sent = Some(s.newest_acked_sent.map_or(sent, |n| n.max(sent)));
-        s.last_ack = Some(now);
     }
 
     fn on_end_acks(
@@ -215,6 +215,8 @@ impl Controller for TelemetryController {
             }
             s.in_flight = in_flight;
             s.cwnd = window;
+            // Progress: the clock restarts, or stops if nothing is outstanding any more.
+            s.unacked_since = (in_flight > 0).then_some(now);
         });
     }
 
@@ -231,7 +233,6 @@ impl Controller for TelemetryController {
         self.telemetry.update(|s| {
             s.lost_bytes = s.lost_bytes.saturating_add(lost_bytes);
             s.congestion_events = s.congestion_events.saturating_add(1);
-            s.in_flight = s.in_flight.saturating_sub(lost_bytes);
             s.cwnd = window;
         });
     }
