@@ -345,11 +345,10 @@ impl State {
         }
         let id = stream_id(self.side, k, self.next_local_seq[k]);
         self.next_local_seq[k] += 1;
-        let mut stream = Stream::default();
-        stream.send = Some(self.new_send(id, now));
-        if !uni {
-            stream.recv = Some(RecvState::new(self.local_params.max_stream_data));
-        }
+        let stream = Stream {
+            send: Some(self.new_send(id, now)),
+            recv: (!uni).then(|| RecvState::new(self.local_params.max_stream_data)),
+        };
         self.streams.insert(id, stream);
         Some(id)
     }
@@ -831,7 +830,9 @@ impl State {
         recv.reasm = Reassembler::new();
         self.consumed_total += held;
         if recv.complete() || recv.reset.is_some() {
-            self.streams.get_mut(&id).map(|s| s.recv = None);
+            if let Some(s) = self.streams.get_mut(&id) {
+                s.recv = None;
+            }
             self.maybe_remove(id);
         } else {
             self.control
@@ -923,7 +924,9 @@ impl State {
                 // Tell the sender its reset arrived, so it can forget the stream.
                 self.pending_acks.insert(id, (final_size, true));
                 if stopped {
-                    self.streams.get_mut(&id).map(|s| s.recv = None);
+                    if let Some(s) = self.streams.get_mut(&id) {
+                        s.recv = None;
+                    }
                     self.maybe_remove(id);
                 }
             }
