@@ -1,0 +1,262 @@
+//! Bulk transfer over several paths, checked with sha256.
+//!
+//! ```text
+//! cargo run --release --example bulk -- --paths 2 --scheduler priority-bucket --size 100MB
+//! ```
+//!
+//! By default the server and the client run in this one process on loopback: the server on
+//! 127.0.0.1, the client's path `k` from 127.0.0.`k` (Linux routes all of 127/8 to `lo`). The
+//! client sends `--size` bytes of deterministic pseudo-random data on one stream (with a size
+//! hint), the server answers with their sha256, and the client prints one JSON line:
+//!
+//! ```text
+//! {"bytes":100000000,"seconds":..,"goodput_mbps":..,"paths":2,"scheduler":"priority-bucket",
+//!  "per_path_bytes":{"0":..,"1":..},"sha256_match":true}
+//! ```
+//!
+//! The exit code is non-zero if the digests differ or `--timeout` passes. To run the two ends
+//! apart (e.g. in the netns testbed), start `--role server --local ADDR[,ADDR..]` (it writes its
+//! certificate to `--cert`) and then `--role client --local A1,A2 --remote SERVER[,SERVER..]`
+//! with the same `--cert` file; the client's path `k` goes from the `k`-th local address to the
+//! `k`-th remote (cycling through the remotes).
+
+// A command-line tool: its result is stdout.
+#![allow(clippy::print_stdout)]
+
+mod transfer;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use mpquic::{Config, Endpoint};
+use rustls::pki_types::CertificateDer;
+use serde_json::json;
+
+use transfer::{BoxError, Payload};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Role {
+    /// Server and client in this process.
+    Both,
+    /// Only the server: serves `--sessions` sessions, a JSON line each.
+    Server,
+    /// Only the client.
+    Client,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "Bulk transfer over mpquic paths, checked with sha256")]
+struct Args {
+    /// Which end(s) to run.
+    #[arg(long, value_enum, default_value = "both")]
+    role: Role,
+    /// Paths, from 127.0.0.1 .. 127.0.0.N (ignored when --local is given to a client).
+    #[arg(long, default_value_t = 1)]
+    paths: usize,
+    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin.
+    #[arg(long, default_value = "priority-bucket")]
+    scheduler: String,
+    /// Bytes to send: 100MB, 10MiB, 12345, ...
+    #[arg(long, default_value = "100MB", value_parser = transfer::parse_size)]
+    size: u64,
+    /// Local addresses, comma-separated: the client's paths, or the server's listening
+    /// addresses (server default 127.0.0.1:4433).
+    #[arg(long, value_delimiter = ',')]
+    local: Vec<SocketAddr>,
+    /// The server's addresses, comma-separated (client default 127.0.0.1:4433; with --role
+    /// both, where the in-process server listens, default 127.0.0.1:0).
+    #[arg(long, value_delimiter = ',')]
+    remote: Vec<SocketAddr>,
+    /// Congestion controller on every path: cubic, newreno or bbr.
+    #[arg(long, default_value = "cubic")]
+    cc: String,
+    /// Gives up after this long (120s, 500ms, 2m).
+    #[arg(long, default_value = "120s", value_parser = transfer::parse_duration)]
+    timeout: Duration,
+    /// Seed of the payload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The server's certificate (DER) for split roles: the server writes it, the client reads it.
+    #[arg(long, default_value = "/tmp/mpquic-bulk-cert.der")]
+    cert: PathBuf,
+    /// Sessions a `--role server` serves before it exits (0: until killed).
+    #[arg(long, default_value_t = 1)]
+    sessions: u64,
+}
+
+const DEFAULT_PORT_ADDR: &str = "127.0.0.1:4433";
+
+fn config(args: &Args, paths: usize) -> Result<Config, BoxError> {
+    let mut config = Config::default();
+    config
+        .scheduler(&args.scheduler)?
+        .max_paths(paths.max(8))?
+        .congestion_control(args.cc.parse()?);
+    Ok(config)
+}
+
+/// The client's local addresses: `--local`, or 127.0.0.1 ..= 127.0.0.N with any port.
+fn client_locals(args: &Args) -> Result<Vec<SocketAddr>, BoxError> {
+    if !args.local.is_empty() {
+        return Ok(args.local.clone());
+    }
+    if args.paths == 0 || args.paths > 254 {
+        return Err(format!("--paths {} out of range (1 to 254)", args.paths).into());
+    }
+    Ok((1..=args.paths)
+        .map(|k| SocketAddr::from(([127, 0, 0, k as u8], 0)))
+        .collect())
+}
+
+/// Serves sessions on `server` (0: without end): one hashed stream each, reported as a JSON
+/// line when `report` is set.
+async fn serve(server: Endpoint, sessions: u64, report: bool) {
+    let mut served = 0;
+    while sessions == 0 || served < sessions {
+        let Some(conn) = server.accept().await else {
+            break;
+        };
+        served += 1;
+        let task = tokio::spawn(async move {
+            let start = Instant::now();
+            let result = transfer::serve_checked(&conn).await;
+            let elapsed = start.elapsed();
+            // Give the client time to read the digest and close.
+            let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
+            match result {
+                Ok((bytes, digest)) if report => {
+                    let per_path: serde_json::Map<_, _> = conn
+                        .paths()
+                        .iter()
+                        .map(|p| (p.id.0.to_string(), json!(p.bytes_received)))
+                        .collect();
+                    println!(
+                        "{}",
+                        json!({
+                            "role": "server",
+                            "bytes": bytes,
+                            "seconds": elapsed.as_secs_f64(),
+                            "goodput_mbps": transfer::mbps(bytes, elapsed),
+                            "per_path_bytes": per_path,
+                            "sha256": hex(&digest),
+                        })
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("bulk server: session failed: {e}"),
+            }
+        });
+        if sessions != 0 && served >= sessions {
+            let _ = task.await;
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Connects, sends, prints the JSON line; `Ok(true)` if the digests matched.
+async fn client(
+    args: &Args,
+    cert: CertificateDer<'static>,
+    remotes: &[SocketAddr],
+) -> Result<bool, BoxError> {
+    let locals = client_locals(args)?;
+    let expected = Payload::digest(args.seed, args.size);
+    let (endpoint, conn) =
+        transfer::connect_paths(config(args, locals.len())?, cert, &locals, remotes).await?;
+    let sent = transfer::send_checked(&conn, args.seed, args.size, &expected).await?;
+    let per_path: serde_json::Map<_, _> = sent
+        .per_path
+        .iter()
+        .map(|(path, bytes)| (path.to_string(), json!(bytes)))
+        .collect();
+    println!(
+        "{}",
+        json!({
+            "bytes": args.size,
+            "seconds": sent.elapsed.as_secs_f64(),
+            "goodput_mbps": transfer::mbps(args.size, sent.elapsed),
+            "paths": locals.len(),
+            "scheduler": args.scheduler,
+            "per_path_bytes": per_path,
+            "sha256_match": sent.matched,
+        })
+    );
+    conn.close(0, b"done");
+    endpoint.close();
+    Ok(sent.matched)
+}
+
+async fn run(args: Args) -> Result<bool, BoxError> {
+    let default_addr: SocketAddr = DEFAULT_PORT_ADDR.parse()?;
+    match args.role {
+        Role::Both => {
+            let (cert, key) = transfer::certificate()?;
+            let listen = if args.remote.is_empty() {
+                vec![SocketAddr::from(([127, 0, 0, 1], 0))]
+            } else {
+                args.remote.clone()
+            };
+            let server = Endpoint::server(&listen, config(&args, 8)?, vec![cert.clone()], key)?;
+            let remotes = server.local_addrs();
+            tokio::spawn(serve(server, 1, false));
+            client(&args, cert, &remotes).await
+        }
+        Role::Server => {
+            let (cert, key) = transfer::certificate()?;
+            std::fs::write(&args.cert, cert.as_ref())
+                .map_err(|e| format!("writing {}: {e}", args.cert.display()))?;
+            let listen = if args.local.is_empty() {
+                vec![default_addr]
+            } else {
+                args.local.clone()
+            };
+            let server = Endpoint::server(&listen, config(&args, 8)?, vec![cert], key)?;
+            eprintln!("bulk server: listening on {:?}", server.local_addrs());
+            serve(server, args.sessions, true).await;
+            Ok(true)
+        }
+        Role::Client => {
+            let der = std::fs::read(&args.cert)
+                .map_err(|e| format!("reading {}: {e}", args.cert.display()))?;
+            let remotes = if args.remote.is_empty() {
+                vec![default_addr]
+            } else {
+                args.remote.clone()
+            };
+            client(&args, CertificateDer::from(der), &remotes).await
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let timeout = args.timeout;
+    let role = args.role;
+    let outcome = if role == Role::Server && args.sessions == 0 {
+        // Serves until killed: no overall deadline.
+        run(args).await
+    } else {
+        match tokio::time::timeout(timeout, run(args)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("timed out after {timeout:?}").into()),
+        }
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("bulk: sha256 mismatch");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("bulk: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! A sha256-checked one-stream transfer, shared by `examples/bulk.rs` and `benches/loopback.rs`.
+//!
+//! The client writes `len` bytes of deterministic pseudo-random data on one stream and finishes
+//! it; the server hashes what arrives and answers with the 32-byte sha256 digest. The stream
+//! functions are generic over tokio's `AsyncWrite`/`AsyncRead`, so mpquic's streams and plain
+//! quinn's run exactly the same code.
+
+// Each user (example, bench) needs only some of these.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mpquic::{Config, Connection, Endpoint, PathStatus};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Any error, sendable across tasks.
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+/// Bytes handed to a stream per write, and read from it per read.
+pub const BLOCK: usize = 64 * 1024;
+
+/// Deterministic pseudo-random bytes (xorshift64), generated block by block so that any size
+/// can be sent without holding it in memory.
+pub struct Payload {
+    state: u64,
+    remaining: u64,
+}
+
+impl Payload {
+    /// `len` bytes from `seed`.
+    pub fn new(seed: u64, len: u64) -> Self {
+        Self {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            remaining: len,
+        }
+    }
+
+    /// Replaces `buf` with the next block (at most [`BLOCK`] bytes); `false` at the end.
+    pub fn next_block(&mut self, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
+        if self.remaining == 0 {
+            return false;
+        }
+        let n = self.remaining.min(BLOCK as u64) as usize;
+        while buf.len() < n {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            buf.extend_from_slice(&self.state.to_le_bytes());
+        }
+        buf.truncate(n);
+        self.remaining -= n as u64;
+        true
+    }
+
+    /// The sha256 of the `len` bytes from `seed`.
+    pub fn digest(seed: u64, len: u64) -> [u8; 32] {
+        let mut payload = Self::new(seed, len);
+        let mut hasher = Sha256::new();
+        let mut buf = Vec::with_capacity(BLOCK);
+        while payload.next_block(&mut buf) {
+            hasher.update(&buf);
+        }
+        hasher.finalize().into()
+    }
+}
+
+/// Client side: writes the payload on `send`, finishes it, and returns the digest the server
+/// answers on `recv`.
+pub async fn send_payload<W, R>(
+    send: &mut W,
+    recv: &mut R,
+    seed: u64,
+    len: u64,
+) -> Result<Vec<u8>, BoxError>
+where
+    W: AsyncWrite + Unpin,
+    R: AsyncRead + Unpin,
+{
+    let mut payload = Payload::new(seed, len);
+    let mut buf = Vec::with_capacity(BLOCK);
+    while payload.next_block(&mut buf) {
+        send.write_all(&buf).await?;
+    }
+    send.shutdown().await?;
+    let mut digest = Vec::with_capacity(32);
+    recv.take(64).read_to_end(&mut digest).await?;
+    Ok(digest)
+}
+
+/// Server side: hashes everything `recv` delivers, answers the digest on `send` and finishes it.
+/// Returns the byte count and the digest.
+pub async fn hash_stream<R, W>(recv: &mut R, send: &mut W) -> Result<(u64, [u8; 32]), BoxError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; BLOCK];
+    let mut bytes = 0u64;
+    loop {
+        let n = recv.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
+    send.write_all(&digest).await?;
+    send.shutdown().await?;
+    Ok((bytes, digest))
+}
+
+/// A fresh self-signed certificate for `localhost` and its key.
+pub fn certificate() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), BoxError> {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
+    let key = PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
+    Ok((cert.cert.der().clone(), key.into()))
+}
+
+/// An mpquic client connected to `remotes[0]` from `locals[0]`, with one more path from each
+/// further local address (path `k` goes to `remotes[k % remotes.len()]`).
+pub async fn connect_paths(
+    config: Config,
+    cert: CertificateDer<'static>,
+    locals: &[SocketAddr],
+    remotes: &[SocketAddr],
+) -> Result<(Endpoint, Connection), BoxError> {
+    let (first_local, first_remote) = match (locals.first(), remotes.first()) {
+        (Some(l), Some(r)) => (*l, *r),
+        _ => return Err("need at least one local and one remote address".into()),
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert)?;
+    let endpoint = Endpoint::client(&[first_local], config, roots)?;
+    let conn = endpoint.connect(first_remote, "localhost")?.await?;
+    for (k, local) in locals.iter().enumerate().skip(1) {
+        let remote = remotes[k % remotes.len()];
+        conn.open_path(*local, remote, PathStatus::Available)
+            .await?;
+    }
+    Ok((endpoint, conn))
+}
+
+/// What the client of one mpquic transfer saw.
+pub struct Sent {
+    /// Time from opening the stream to the server's digest.
+    pub elapsed: Duration,
+    /// Whether the server's digest equals the payload's.
+    pub matched: bool,
+    /// Stream bytes sent per path (path id -> bytes, re-sends included).
+    pub per_path: BTreeMap<u32, u64>,
+}
+
+/// Sends `len` bytes from `seed` on a new stream with a size hint and checks the answer
+/// against `expected` (see [`Payload::digest`]).
+pub async fn send_checked(
+    conn: &Connection,
+    seed: u64,
+    len: u64,
+    expected: &[u8; 32],
+) -> Result<Sent, BoxError> {
+    let start = Instant::now();
+    let (mut send, mut recv) = conn.open_bi().await?;
+    send.set_size_hint(len)?;
+    let digest = send_payload(&mut send, &mut recv, seed, len).await?;
+    let elapsed = start.elapsed();
+    Ok(Sent {
+        elapsed,
+        matched: digest == expected,
+        per_path: send
+            .path_bytes()
+            .into_iter()
+            .map(|(path, bytes)| (path.0, bytes))
+            .collect(),
+    })
+}
+
+/// Serves one stream of an mpquic session: hashes it and answers the digest.
+pub async fn serve_checked(conn: &Connection) -> Result<(u64, [u8; 32]), BoxError> {
+    let (mut send, mut recv) = conn.accept_bi().await?;
+    hash_stream(&mut recv, &mut send).await
+}
+
+/// `100MB`, `10MiB`, `1.5GB`, `12345`: decimal (kB, MB, GB) and binary (KiB, MiB, GiB) units,
+/// case-insensitive; a bare number is bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?} in {text:?}")),
+    };
+    if let Ok(n) = number.parse::<u64>() {
+        return n
+            .checked_mul(scale)
+            .ok_or_else(|| format!("size {text:?} too large"));
+    }
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("not a size: {text:?} (e.g. 100MB, 10MiB, 12345)"))?;
+    let bytes = (n * scale as f64).round();
+    if !(0.0..=u64::MAX as f64).contains(&bytes) {
+        return Err(format!("size {text:?} out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+/// `120s`, `500ms`, `2m`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (text, 1.0)
+    };
+    let n: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?} (e.g. 120s, 500ms, 2m)"))?;
+    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("duration {text:?}: {e}"))
+}
+
+/// Megabits per second for `bytes` in `elapsed`.
+pub fn mbps(bytes: u64, elapsed: Duration) -> f64 {
+    bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9) / 1e6
+}
