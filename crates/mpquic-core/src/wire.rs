@@ -628,8 +628,9 @@ pub async fn read_chunk<R: AsyncRead + Unpin>(
     };
     let len = read_varint(r).await?.ok_or(WireError::Truncated)?;
     check_chunk(offset, len)?;
-    // A declared length is only a claim: start small and grow with what is actually read.
-    let mut data = Vec::with_capacity(len.min(16 * 1024) as usize);
+    // A declared length is only a claim: reserve at most 64 KiB (the largest chunk mpquic's own
+    // sender writes, so its chunks never reallocate) and grow with what is actually read.
+    let mut data = Vec::with_capacity(len.min(64 * 1024) as usize);
     AsyncReadExt::take(&mut *r, len)
         .read_to_end(&mut data)
         .await
