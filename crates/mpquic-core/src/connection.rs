@@ -171,6 +171,7 @@ impl Shared {
                 bytes_received: 0,
                 last_estimate_event: None,
                 generation: 0,
+                idle_with_room: false,
             };
             state.paths.insert(id, entry);
             let snapshot = telemetry.snapshot(id, status);
@@ -185,6 +186,7 @@ impl Shared {
         );
         tokio::spawn(recv_loop(self.clone(), id, conn.clone()).instrument(span.clone()));
         tokio::spawn(control_loop(self.clone(), id, control_recv).instrument(span.clone()));
+        tokio::spawn(watch_acks(self.clone(), id).instrument(span.clone()));
         tokio::spawn(watch_closed(self.clone(), id, conn).instrument(span));
         // A new path may be the better place for control frames: repeat nothing, just flush.
         self.control_wake.notify_one();
@@ -572,11 +574,13 @@ async fn send_loop(
                     _ = sleep => {}
                 }
             }
-            Step::Send(work) => {
+            Step::Send(batch) => {
                 telemetry.data_written(Instant::now());
-                if let Err(e) = write_work(&conn, &mut streams, work).await {
-                    tracing::debug!(%e, "path write failed");
-                    break;
+                for work in batch {
+                    if let Err(e) = write_work(&conn, &mut streams, work).await {
+                        tracing::debug!(%e, "path write failed");
+                        return;
+                    }
                 }
             }
         }
@@ -666,6 +670,22 @@ async fn control_loop(shared: Arc<Shared>, path: PathId, mut recv: quinn::RecvSt
                 return;
             }
         }
+    }
+}
+
+/// Declares the path failed when its data waits too long for an acknowledgement. A task of its
+/// own, because the sender may be blocked in a quinn write that a dead path never completes.
+async fn watch_acks(shared: Arc<Shared>, path: PathId) {
+    // With nothing outstanding, look again at this pace.
+    const IDLE_CHECK: Duration = Duration::from_millis(100);
+    loop {
+        let now = Instant::now();
+        let Some(next) = shared.lock().check_failure(path, now) else {
+            shared.poke();
+            return;
+        };
+        let at = next.map_or(now + IDLE_CHECK, |deadline| deadline.min(now + IDLE_CHECK));
+        tokio::time::sleep_until(at.into()).await;
     }
 }
 

@@ -65,6 +65,9 @@ pub(crate) fn stream_id(side: Side, kind_index: usize, seq: u64) -> u64 {
 pub(crate) struct StreamCounters {
     per_path: Mutex<BTreeMap<PathId, u64>>,
     resent: AtomicU64,
+    /// The peer's stop-sending code, kept here because the stream's state may be gone by the
+    /// time the application writes again.
+    stopped: Mutex<Option<u64>>,
 }
 
 impl StreamCounters {
@@ -82,6 +85,10 @@ impl StreamCounters {
 
     pub(crate) fn resent(&self) -> u64 {
         self.resent.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn stopped(&self) -> Option<u64> {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -215,6 +222,9 @@ pub(crate) struct PathEntry {
     pub(crate) bytes_received: u64,
     pub(crate) last_estimate_event: Option<Instant>,
     pub(crate) generation: u64,
+    /// The sender last found window room and nothing to send: a change of the scheduler's
+    /// plans on another path (PriorityBucket re-allocating) must wake it.
+    pub(crate) idle_with_room: bool,
 }
 
 /// The chunks one grant turned into.
@@ -227,11 +237,29 @@ pub(crate) struct ChunkWork {
     pub(crate) all_granted: bool,
 }
 
+impl ChunkWork {
+    /// Appends a later grant of the same stream, joining byte-contiguous pieces.
+    fn merge(&mut self, later: ChunkWork) {
+        for (offset, parts) in later.pieces {
+            match self.pieces.last_mut() {
+                Some((start, prev))
+                    if *start + prev.iter().map(|p| p.len() as u64).sum::<u64>() == offset =>
+                {
+                    prev.extend(parts)
+                }
+                _ => self.pieces.push((offset, parts)),
+            }
+        }
+        self.priority = later.priority;
+        self.all_granted = later.all_granted;
+    }
+}
+
 /// What a path's sender does next.
 #[derive(Debug)]
 pub(crate) enum Step {
     Stop,
-    Send(ChunkWork),
+    Send(Vec<ChunkWork>),
     Wait(Option<Instant>),
 }
 
@@ -940,6 +968,11 @@ impl State {
                 let send = stream.send.as_mut().ok_or(ProtocolError::StreamState(id))?;
                 if send.reset.is_none() && send.stopped.is_none() {
                     send.stopped = Some(code);
+                    *send
+                        .counters
+                        .stopped
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some(code);
                     self.reset_send(id, code, now);
                 }
             }
@@ -1128,10 +1161,35 @@ impl State {
         self.wake_paths();
     }
 
+    /// Declares `path` failed if its data has waited too long for an acknowledgement
+    /// (`path_failure_rtts` smoothed RTTs, at least `path_failure_floor`). Returns `None` once
+    /// the path is down, else when to check again (`Some(None)`: nothing is outstanding).
+    pub(crate) fn check_failure(&mut self, path: PathId, now: Instant) -> Option<Option<Instant>> {
+        let entry = self.paths.get(&path).filter(|p| p.up)?;
+        if self.error.is_some() {
+            return None;
+        }
+        let (unacked_since, srtt) = {
+            let t = entry.telemetry.lock();
+            (t.unacked_since, t.rtt.srtt())
+        };
+        let timeout = (srtt * self.config.path_failure_rtts).max(self.config.path_failure_floor);
+        let Some(deadline) = unacked_since.map(|since| since + timeout) else {
+            return Some(None);
+        };
+        if now < deadline {
+            return Some(Some(deadline));
+        }
+        entry.conn.close(
+            quinn::VarInt::from_u64(crate::error::codes::PATH_FAILED).unwrap_or(quinn::VarInt::MAX),
+            b"no acknowledgement progress",
+        );
+        self.on_path_down(path, "no acknowledgement progress".into(), now);
+        None
+    }
+
     /// Decides a path sender's next step and reports the path's fresh estimates to the scheduler.
     pub(crate) fn next_step(&mut self, path: PathId, now: Instant) -> (Step, Vec<(u64, bool)>) {
-        let failure_rtts = self.config.path_failure_rtts;
-        let failure_floor = self.config.path_failure_floor;
         let Some(entry) = self.paths.get_mut(&path) else {
             return (Step::Stop, Vec::new());
         };
@@ -1139,14 +1197,14 @@ impl State {
         if !entry.up || self.error.is_some() {
             return (Step::Stop, retire);
         }
-        let (generation, unacked_since, srtt) = {
-            let t = entry.telemetry.lock();
-            (t.generation, t.unacked_since, t.rtt.srtt())
-        };
+        let generation = entry.telemetry.lock().generation;
         let snapshot = entry.telemetry.snapshot(path, entry.status);
+        entry.idle_with_room = false;
+        let mut estimates_changed = false;
         if generation != entry.generation {
             entry.generation = generation;
             let _ = self.scheduler.on_path_updated(now, &snapshot);
+            estimates_changed = true;
             if entry
                 .last_estimate_event
                 .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(100))
@@ -1160,37 +1218,49 @@ impl State {
                 });
             }
         }
-        let failure_deadline =
-            unacked_since.map(|since| since + (srtt * failure_rtts).max(failure_floor));
-        if failure_deadline.is_some_and(|d| now >= d) {
-            entry.conn.close(
-                quinn::VarInt::from_u64(crate::error::codes::PATH_FAILED)
-                    .unwrap_or(quinn::VarInt::MAX),
-                b"no acknowledgement progress",
-            );
-            self.on_path_down(path, "no acknowledgement progress".into(), now);
-            return (Step::Stop, retire);
-        }
-        let room = snapshot.room().min(MAX_GRANT);
-        let wait = [failure_deadline, self.scheduler.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        if room == 0 {
-            return (Step::Wait(wait), retire);
-        }
-        while let Some(grant) = self.scheduler.poll_send(now, path, room) {
-            if let Some(work) = self.take_grant(path, grant.stream, grant.bytes) {
-                if !work.pieces.is_empty() || work.all_granted {
-                    if let Some(entry) = self.paths.get(&path) {
-                        entry.telemetry.lock().app_limited = false;
-                    }
-                    return (Step::Send(work), retire);
+        if estimates_changed {
+            // New estimates may move quota to another path, whose sender may be asleep.
+            for (id, other) in &self.paths {
+                if *id != path && other.idle_with_room {
+                    other.wake.notify_one();
                 }
             }
         }
-        if let Some(entry) = self.paths.get(&path) {
+        let room = snapshot.room().min(MAX_GRANT);
+        let wait = self.scheduler.poll_timeout();
+        if room == 0 {
+            return (Step::Wait(wait), retire);
+        }
+        // Fill the room in one go: schedulers that grant a packet at a time (LRF's round robin)
+        // would otherwise cost a wake-up and a quinn write per packet. Consecutive grants of
+        // one stream merge into one chunk.
+        let mut batch: Vec<ChunkWork> = Vec::new();
+        let mut left = room;
+        while left > 0 {
+            let Some(grant) = self.scheduler.poll_send(now, path, left) else {
+                break;
+            };
+            left = left.saturating_sub(grant.bytes);
+            let Some(work) = self.take_grant(path, grant.stream, grant.bytes) else {
+                continue;
+            };
+            if work.pieces.is_empty() && !work.all_granted {
+                continue;
+            }
+            match batch.last_mut() {
+                Some(last) if last.stream == work.stream => last.merge(work),
+                _ => batch.push(work),
+            }
+        }
+        if !batch.is_empty() {
+            if let Some(entry) = self.paths.get(&path) {
+                entry.telemetry.lock().app_limited = false;
+            }
+            return (Step::Send(batch), retire);
+        }
+        if let Some(entry) = self.paths.get_mut(&path) {
             entry.telemetry.lock().app_limited = true;
+            entry.idle_with_room = true;
         }
         (Step::Wait(wait), retire)
     }

@@ -62,8 +62,16 @@ impl SendStream {
             .write(self.id, buf, cx.waker(), Instant::now());
         match written {
             Ok(0) => Poll::Pending,
+            Err(WriteError::ClosedStream) => Poll::Ready(Err(self.closed_error())),
             other => Poll::Ready(other),
         }
+    }
+
+    /// Why a write to a stream without state fails: the peer's stop code if it stopped it.
+    fn closed_error(&self) -> WriteError {
+        self.counters
+            .stopped()
+            .map_or(WriteError::ClosedStream, WriteError::Stopped)
     }
 
     /// Writes some of `buf`, waiting while the send buffer is full; returns how much.

@@ -1,0 +1,83 @@
+//! A path that goes silent (its emulated link drops everything from t = 1 s on) is detected by
+//! the missing acknowledgements, marked down, and its unacknowledged data is re-sent on the
+//! other path: the transfer completes intact. Both paths cross the loopback link emulator of
+//! `mpquic-netns` (no root).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use mpquic_core::{Config, Endpoint, PathEvent, PathId, PathStatus};
+use mpquic_netns::events::TimedEvent;
+use mpquic_netns::link::LinkConfig;
+use mpquic_netns::relay::{Relay, RelayPath};
+
+fn link(events: &[&str]) -> LinkConfig {
+    let mut link = LinkConfig::new(100_000_000, Duration::from_millis(5));
+    link.events = events.iter().map(|e| TimedEvent::parse(e).unwrap()).collect();
+    link
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_path_is_detected_and_its_data_resent() {
+    let (cert, key) = certificate();
+    let config = Config::default();
+    let server_endpoint =
+        Endpoint::server(&[local(1)], config.clone(), vec![cert.clone()], key).unwrap();
+    let server_addr = server_endpoint.local_addrs()[0];
+    let relay = Relay::start(vec![
+        RelayPath {
+            listen: local(1),
+            server: server_addr,
+            uplink: link(&[]),
+            downlink: link(&[]),
+        },
+        RelayPath {
+            listen: local(1),
+            server: server_addr,
+            uplink: link(&["1s down"]),
+            downlink: link(&["1s down"]),
+        },
+    ])
+    .unwrap();
+    let fronts = relay.local_addrs().to_vec();
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).unwrap();
+    let client_endpoint = Endpoint::client(&[local(1)], config, roots).unwrap();
+    let client = client_endpoint
+        .connect(fronts[0], "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let server = server_endpoint.accept().await.unwrap();
+    serve_hashes(server);
+    let mut events = client.path_events();
+    let second = client
+        .open_path(local(2), fronts[1], PathStatus::Available)
+        .await
+        .unwrap();
+
+    // 40 MB at 2 x 100 Mbit/s takes about 1.6 s: path 2 dies in the middle.
+    let send = tokio::time::timeout(
+        Duration::from_secs(60),
+        send_and_check(&client, 3, 40_000_000),
+    )
+    .await
+    .expect("the transfer completes on the remaining path");
+
+    let down = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let PathEvent::Down { path, reason } = events.recv().await.unwrap() {
+                return (path, reason);
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(down, (second, "no acknowledgement progress".to_owned()));
+    assert_eq!(client.paths()[1].status, PathStatus::Down);
+    assert!(send.path_bytes()[&PathId(0)] > 20_000_000);
+    assert!(send.resent_bytes() > 0, "bytes stranded on path 2 were re-sent");
+}
