@@ -15,7 +15,10 @@ use mpquic_netns::relay::{Relay, RelayPath};
 
 fn link(events: &[&str]) -> LinkConfig {
     let mut link = LinkConfig::new(100_000_000, Duration::from_millis(5));
-    link.events = events.iter().map(|e| TimedEvent::parse(e).unwrap()).collect();
+    link.events = events
+        .iter()
+        .map(|e| TimedEvent::parse(e).unwrap())
+        .collect();
     link
 }
 
@@ -79,5 +82,8 @@ async fn a_silent_path_is_detected_and_its_data_resent() {
     assert_eq!(down, (second, "no acknowledgement progress".to_owned()));
     assert_eq!(client.paths()[1].status, PathStatus::Down);
     assert!(send.path_bytes()[&PathId(0)] > 20_000_000);
-    assert!(send.resent_bytes() > 0, "bytes stranded on path 2 were re-sent");
+    assert!(
+        send.resent_bytes() > 0,
+        "bytes stranded on path 2 were re-sent"
+    );
 }
