@@ -13,18 +13,21 @@
 //!   means the capture served it from cache, and a fresh load would send the body (the decoded
 //!   size, an overestimate for compressed types). A response with no body at all still costs
 //!   the simulator one byte (the stream's FIN has to travel).
-//! - Urgency: Chrome's `_priority`, converted as Chrome converts it for HTTP/3 (DevTools'
-//!   VeryHigh, High, Medium, Low, VeryLow are `net::RequestPriority` HIGHEST, MEDIUM, LOW,
-//!   LOWEST, IDLE, and Chromium's `ConvertRequestPriorityToQuicPriority` sends `HIGHEST -
-//!   priority`): 0, 1, 2, 3, 4. Without it, Chrome's default for the resource type
-//!   (`_resourceType`, else the MIME type): document, stylesheet and font 0, script, xhr and
-//!   fetch 1, image and media 3, ping 4, anything else 3 (RFC 9218's default).
-//! - Critical (the critical rendering path): the main document and the redirects leading to it
-//!   (document entries up to the first 2xx one; later documents are iframes), every stylesheet,
-//!   and render-blocking scripts. A script blocks rendering if Chrome fetched it at High or
-//!   VeryHigh (parser-blocking scripts in the head); without priorities, if it was requested
-//!   before the page's `onContentLoad` (DOMContentLoaded waits for parser-blocking scripts),
-//!   and if that is not recorded either, every script counts, as in \[PB\].
+//! - Resource type: `_resourceType`, else the MIME type
+//!   ([`ResourceType::classify`], from `mpquic-h3-prio`); the URL is not used.
+//! - Urgency: Chrome's `_priority`, converted as Chrome converts it for HTTP/3
+//!   ([`ChromePriority::urgency`]: VeryHigh, High, Medium, Low, VeryLow are 0, 1, 2, 3, 4).
+//!   Without it, Chrome's default for the resource type ([`Browser::Chrome`]'s table:
+//!   document, stylesheet and font 0, blocking script, xhr and fetch 1, manifest 2, async
+//!   script, image and media 3, ping 4, anything else 3, RFC 9218's default).
+//! - Critical (the critical rendering path, [`CriticalPath`]): the main document and the
+//!   redirects leading to it (document entries up to the first 2xx one; later documents are
+//!   iframes), every stylesheet, and render-blocking scripts. Whether a script blocks rendering
+//!   is [`ScriptEvidence::blocks_rendering`]: High or VeryHigh if Chrome recorded a priority
+//!   (parser-blocking scripts in the head); else not if `_initiator_type` says a script
+//!   inserted it; else whether it was requested before the page's `onContentLoad`
+//!   (DOMContentLoaded waits for parser-blocking scripts); and if that is not recorded either,
+//!   every script counts, as in \[PB\].
 //! - Start: each entry's `startedDateTime` as an offset from the first entry's, so the replay
 //!   keeps the recorded discovery order and browser delays (which include the recording's own
 //!   network).
@@ -32,6 +35,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mpquic_h3_prio::{
+    content_length, Browser, ChromePriority, CriticalPath, ResourceType, ScriptEvidence,
+};
 use mpquic_sched::sim::{Object, Page, Start};
 use mpquic_sched::Urgency;
 use serde::Deserialize;
@@ -114,6 +120,9 @@ struct Entry {
     priority: Option<String>,
     #[serde(rename = "_resourceType", default)]
     resource_type: Option<String>,
+    /// What started the request: `parser`, `script`, `other`, ... (Chrome, chrome-har).
+    #[serde(rename = "_initiator_type", default)]
+    initiator_type: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,66 +158,41 @@ struct Content {
     mime_type: Option<String>,
 }
 
-/// What a resource is, for its default urgency and criticality.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Document,
-    Stylesheet,
-    Script,
-    Font,
-    Fetch,
-    Image,
-    Ping,
-    Other,
-}
-
 impl Entry {
-    fn kind(&self) -> Kind {
-        if let Some(kind) = self.resource_type.as_deref() {
-            return match kind.to_ascii_lowercase().as_str() {
-                "document" => Kind::Document,
-                "stylesheet" => Kind::Stylesheet,
-                "script" => Kind::Script,
-                "font" => Kind::Font,
-                "xhr" | "fetch" | "eventsource" => Kind::Fetch,
-                "image" | "media" => Kind::Image,
-                "ping" | "csp-violation-report" => Kind::Ping,
-                _ => Kind::Other,
-            };
-        }
+    /// The resource type, with a script's `blocking` decided from the evidence the entry
+    /// and the page give; `offset_ms` is when it was requested, from the page's first request.
+    fn resource_type(&self, offset_ms: f64, on_content_load: Option<f64>) -> ResourceType {
         let mime = self
             .response
             .content
             .as_ref()
-            .and_then(|c| c.mime_type.as_deref())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if mime.starts_with("text/html") || mime.starts_with("application/xhtml") {
-            Kind::Document
-        } else if mime.starts_with("text/css") {
-            Kind::Stylesheet
-        } else if mime.contains("javascript") || mime.contains("ecmascript") {
-            Kind::Script
-        } else if mime.starts_with("font/") || mime.contains("font") {
-            Kind::Font
-        } else if mime.starts_with("image/")
-            || mime.starts_with("video/")
-            || mime.starts_with("audio/")
-        {
-            Kind::Image
-        } else {
-            Kind::Other
+            .and_then(|c| c.mime_type.as_deref());
+        let ty = ResourceType::classify(self.resource_type.as_deref(), mime, None);
+        if !matches!(ty, ResourceType::Script { .. }) {
+            return ty;
         }
+        ScriptEvidence {
+            async_or_defer: None,
+            chrome_priority: self.chrome_priority(),
+            script_inserted: self
+                .initiator_type
+                .as_deref()
+                .map(|t| t.eq_ignore_ascii_case("script")),
+            before_dom_content_loaded: on_content_load.map(|dcl| offset_ms < dcl),
+        }
+        .resource_type()
     }
 
     fn size(&self) -> u64 {
         let content = self.response.content.as_ref().and_then(|c| c.size);
-        let content_length = self
-            .response
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-            .and_then(|h| h.value.trim().parse::<f64>().ok());
+        let content_length = content_length(
+            self.response
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .map(|h| h.value.as_str()),
+        )
+        .map(|n| n as f64);
         let bytes_in = match &self.bytes_in {
             Some(Value::Number(n)) => n.as_f64(),
             Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
@@ -227,31 +211,23 @@ impl Entry {
         .map_or(1, |v| (v.ceil() as u64).max(1))
     }
 
-    fn chrome_urgency(&self) -> Option<u8> {
-        match self.priority.as_deref()? {
-            "VeryHigh" => Some(0),
-            "High" => Some(1),
-            "Medium" => Some(2),
-            "Low" => Some(3),
-            "VeryLow" => Some(4),
-            _ => None,
-        }
+    fn chrome_priority(&self) -> Option<ChromePriority> {
+        self.priority.as_deref().and_then(ChromePriority::parse)
     }
 
-    fn urgency(&self) -> Urgency {
-        let value = self.chrome_urgency().unwrap_or(match self.kind() {
-            Kind::Document | Kind::Stylesheet | Kind::Font => 0,
-            Kind::Script | Kind::Fetch => 1,
-            Kind::Ping => 4,
-            Kind::Image | Kind::Other => 3,
-        });
+    fn urgency(&self, ty: ResourceType) -> Urgency {
+        let value = self.chrome_priority().map_or_else(
+            || Browser::Chrome.default_priority(ty).urgency(),
+            ChromePriority::urgency,
+        );
         Urgency::new(value).unwrap_or_default()
     }
 
-    fn is_success(&self) -> bool {
+    fn status(&self) -> Option<u16> {
         self.response
             .status
-            .is_some_and(|s| (200.0..300.0).contains(&s))
+            .filter(|s| s.is_finite() && (0.0..=f64::from(u16::MAX)).contains(s))
+            .map(|s| s as u16)
     }
 }
 
@@ -320,28 +296,15 @@ fn convert(har: Har, fallback_name: String) -> Result<Page, HarError> {
     };
 
     let mut page = Page::new(name);
-    let mut main_document_seen = false;
+    let mut critical_path = CriticalPath::new();
     for (started, entry) in &entries {
         let offset_ms = started - first;
-        let kind = entry.kind();
-        let critical = match kind {
-            Kind::Document => {
-                let critical = !main_document_seen;
-                main_document_seen |= entry.is_success();
-                critical
-            }
-            Kind::Stylesheet => true,
-            Kind::Script => match (entry.chrome_urgency(), on_content_load) {
-                (Some(urgency), _) => urgency <= 1,
-                (None, Some(dcl)) => offset_ms < dcl,
-                (None, None) => true,
-            },
-            _ => false,
-        };
+        let ty = entry.resource_type(offset_ms, on_content_load);
+        let critical = critical_path.is_critical(ty, entry.status());
         let start = Duration::try_from_secs_f64(offset_ms.max(0.0) / 1e3).unwrap_or_default();
         page.push(
             Object::new(entry.request.url.clone(), entry.size())
-                .with_urgency(entry.urgency())
+                .with_urgency(entry.urgency(ty))
                 .with_critical(critical)
                 .with_start(Start::At(start)),
         );
