@@ -551,10 +551,11 @@ async fn send_loop(
                 };
             }
         }
-        // Keep quinn's buffer shallow: it may hold a quarter window (at least 16 KiB) beyond
-        // what congestion control lets fly, so decisions are made with fresh estimates.
+        // Keep quinn's buffer shallow: it may hold half a window (at least 64 KiB) beyond what
+        // congestion control lets fly, so decisions are made with fresh estimates. A quarter
+        // window starved quinn between refills on loopback (2.8 instead of 3.9 Gbit/s).
         let cwnd = telemetry.lock().cwnd;
-        let target = cwnd + (cwnd / 4).max(16 * 1024);
+        let target = cwnd + (cwnd / 2).max(64 * 1024);
         if target != send_window {
             conn.set_send_window(target);
             send_window = target;
