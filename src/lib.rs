@@ -5,7 +5,9 @@
 //!   schedulers, and a deterministic simulator;
 //! - [`estimate`]: the RTT, one-way delay and bandwidth estimators the schedulers are fed from;
 //! - at the top level, the transport of [`mpquic_core`]: [`Endpoint`], [`Connection`],
-//!   [`SendStream`], [`RecvStream`] and [`Config`], one logical connection over several paths.
+//!   [`SendStream`], [`RecvStream`] and [`Config`], one logical connection over several paths,
+//!   and in [`h3`] the `h3` crate's QUIC traits over it;
+//! - [`h3_prio`]: RFC 9218 priorities, default urgencies by resource type, critical objects.
 //!
 //! HTTP/3 priorities and the testbed are separate crates of the workspace; see the README.
 //!
@@ -35,4 +37,5 @@
 
 pub use mpquic_core::*;
 pub use mpquic_estimate as estimate;
+pub use mpquic_h3_prio as h3_prio;
 pub use mpquic_sched as sched;

@@ -13,12 +13,12 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use mpquic_sched::{PathId, PathStatus};
+use mpquic_sched::{PathId, PathStatus, StreamId, Urgency};
 use tokio::sync::{broadcast, Notify};
 use tracing::Instrument;
 
 use crate::endpoint::EndpointInner;
-use crate::error::{codes, ConnectionError, OpenStreamError, PathError, ProtocolError};
+use crate::error::{codes, ConnectionError, OpenStreamError, PathError, ProtocolError, WriteError};
 use crate::session;
 use crate::state::{PathEntry, Side, State, Step};
 use crate::stream::{RecvStream, SendStream};
@@ -335,6 +335,33 @@ impl Connection {
             }
             notified.await;
         }
+    }
+
+    /// Sets the RFC 9218 urgency (0 to 7) and incremental flag of a stream this side sends on,
+    /// by id: for code that holds the stream only through another layer (e.g. an `h3` server).
+    pub fn set_stream_urgency(
+        &self,
+        stream: StreamId,
+        urgency: u8,
+        incremental: bool,
+    ) -> Result<(), WriteError> {
+        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
+        self.shared.lock().set_meta(
+            stream.0,
+            |meta| {
+                meta.urgency = urgency;
+                meta.incremental = incremental;
+            },
+            Instant::now(),
+        )
+    }
+
+    /// Tells the scheduler the total size of a stream this side sends on, by id (see
+    /// [`SendStream::set_size_hint`]).
+    pub fn set_stream_size_hint(&self, stream: StreamId, bytes: u64) -> Result<(), WriteError> {
+        self.shared
+            .lock()
+            .set_meta(stream.0, |meta| meta.size = Some(bytes), Instant::now())
     }
 
     /// Opens one more path from `local` to `remote` and joins it to this session (client only).

@@ -61,6 +61,8 @@ mod config;
 mod connection;
 mod endpoint;
 pub mod error;
+#[cfg(feature = "h3")]
+pub mod h3;
 mod reassembly;
 mod send_buffer;
 mod session;

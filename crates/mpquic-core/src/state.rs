@@ -391,8 +391,23 @@ impl State {
 
     /// Checks the stream the peer refers to and opens remote streams implicitly (QUIC's rule: a
     /// stream opens every lower one of its kind too). `Ok(false)`: a stream that is already over.
-    fn peer_stream(&mut self, id: u64, now: Instant) -> Result<bool, ProtocolError> {
+    ///
+    /// `ours_to_send` says which half the peer refers to: frames about this side's sending
+    /// (acks, credits, stop-sending) or its receiving (chunks, fin, reset). A stream that has
+    /// no such half at all is a protocol error; a half that is already over is not (late
+    /// duplicates are normal with several paths).
+    fn peer_stream(
+        &mut self,
+        id: u64,
+        ours_to_send: bool,
+        now: Instant,
+    ) -> Result<bool, ProtocolError> {
         let k = kind(id);
+        let ours = initiator(id) == self.side;
+        let has_half = k == BIDI || ours == ours_to_send;
+        if !has_half {
+            return Err(ProtocolError::StreamState(id));
+        }
         let seq = id >> 2;
         if initiator(id) == self.side {
             if seq >= self.next_local_seq[k] {
@@ -659,14 +674,14 @@ impl State {
         fin: bool,
         now: Instant,
     ) -> Result<(), ProtocolError> {
-        if !self.peer_stream(id, now)? {
+        if !self.peer_stream(id, true, now)? {
             return Ok(());
         }
         let Some(stream) = self.streams.get_mut(&id) else {
             return Ok(());
         };
         let Some(send) = stream.send.as_mut() else {
-            return Err(ProtocolError::StreamState(id));
+            return Ok(());
         };
         if send.reset.is_some() {
             if fin {
@@ -725,14 +740,14 @@ impl State {
         }
         let conn_limit = self.recv_max_data;
         let recv_total = self.recv_total;
-        if !self.peer_stream(id, now)? {
+        if !self.peer_stream(id, false, now)? {
             return Ok(());
         }
         let Some(stream) = self.streams.get_mut(&id) else {
             return Ok(());
         };
         let Some(recv) = stream.recv.as_mut() else {
-            return Err(ProtocolError::StreamState(id));
+            return Ok(());
         };
         let end = offset.checked_add(len).ok_or(ProtocolError::StreamWindow {
             stream: id,
@@ -885,13 +900,15 @@ impl State {
                 }
             }
             Frame::MaxStreamData { stream: id, max } => {
-                if !self.peer_stream(id, now)? {
+                if !self.peer_stream(id, true, now)? {
                     return Ok(());
                 }
                 let Some(stream) = self.streams.get_mut(&id) else {
                     return Ok(());
                 };
-                let send = stream.send.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                let Some(send) = stream.send.as_mut() else {
+                    return Ok(());
+                };
                 if max > send.max_stream_data {
                     send.max_stream_data = max;
                     self.release(id, now);
@@ -910,13 +927,15 @@ impl State {
                 stream: id,
                 final_size,
             } => {
-                if !self.peer_stream(id, now)? {
+                if !self.peer_stream(id, false, now)? {
                     return Ok(());
                 }
                 let Some(stream) = self.streams.get_mut(&id) else {
                     return Ok(());
                 };
-                let recv = stream.recv.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                let Some(recv) = stream.recv.as_mut() else {
+                    return Ok(());
+                };
                 if recv.final_size.is_some_and(|f| f != final_size) || final_size < recv.counted_end
                 {
                     return Err(ProtocolError::FinalSize(id));
@@ -930,13 +949,15 @@ impl State {
                 code,
                 final_size,
             } => {
-                if !self.peer_stream(id, now)? {
+                if !self.peer_stream(id, false, now)? {
                     return Ok(());
                 }
                 let Some(stream) = self.streams.get_mut(&id) else {
                     return Ok(());
                 };
-                let recv = stream.recv.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                let Some(recv) = stream.recv.as_mut() else {
+                    return Ok(());
+                };
                 if recv.final_size.is_some_and(|f| f != final_size) || final_size < recv.counted_end
                 {
                     return Err(ProtocolError::FinalSize(id));
@@ -959,13 +980,15 @@ impl State {
                 }
             }
             Frame::StopSending { stream: id, code } => {
-                if !self.peer_stream(id, now)? {
+                if !self.peer_stream(id, true, now)? {
                     return Ok(());
                 }
                 let Some(stream) = self.streams.get_mut(&id) else {
                     return Ok(());
                 };
-                let send = stream.send.as_mut().ok_or(ProtocolError::StreamState(id))?;
+                let Some(send) = stream.send.as_mut() else {
+                    return Ok(());
+                };
                 if send.reset.is_none() && send.stopped.is_none() {
                     send.stopped = Some(code);
                     *send

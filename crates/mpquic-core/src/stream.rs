@@ -48,7 +48,7 @@ impl SendStream {
         StreamId(self.id)
     }
 
-    fn poll_write_inner(
+    pub(crate) fn poll_write_inner(
         &mut self,
         cx: &mut Context<'_>,
         buf: &[u8],
@@ -197,7 +197,7 @@ impl RecvStream {
         StreamId(self.id)
     }
 
-    fn poll_chunk(
+    pub(crate) fn poll_chunk(
         &mut self,
         cx: &mut Context<'_>,
         max: usize,

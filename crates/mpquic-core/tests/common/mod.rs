@@ -38,10 +38,15 @@ pub async fn pair(paths: usize, scheduler: &str) -> Pair {
 }
 
 pub async fn pair_with(paths: usize, config: Config) -> Pair {
+    pair_with_server_config(paths, config.clone(), config).await
+}
+
+/// Like [`pair_with`], with the server on its own config.
+pub async fn pair_with_server_config(paths: usize, config: Config, server_config: Config) -> Pair {
     let (cert, key) = certificate();
     let server_endpoint = Endpoint::server(
         &["127.0.0.1:0".parse().unwrap()],
-        config.clone(),
+        server_config,
         vec![cert.clone()],
         key,
     )
