@@ -106,7 +106,7 @@ impl Default for Config {
             max_concurrent_bidi_streams: 1024,
             max_concurrent_uni_streams: 1024,
             path_failure_rtts: 10,
-            path_failure_floor: Duration::from_millis(500),
+            path_failure_floor: Duration::from_secs(1),
             rtt_prior: Duration::from_millis(100),
             bandwidth_prior: 1_250_000.0,
             congestion: CongestionControl::Cubic,
@@ -231,7 +231,8 @@ impl Config {
     /// `floor`) is declared failed; its unacknowledged data is re-sent on the other paths.
     ///
     /// # Default
-    /// 10 RTTs, at least 500 ms.
+    /// 10 RTTs, at least 1 s (a loaded machine can delay acks by hundreds of milliseconds
+    /// without anything being wrong with the path).
     pub fn path_failure_timeout(
         &mut self,
         rtts: u32,

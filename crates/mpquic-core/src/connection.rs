@@ -192,6 +192,25 @@ impl Shared {
         self.control_wake.notify_one();
     }
 
+    /// Ends the connection with `error` and closes every path with `code` (unless it is over
+    /// already).
+    pub(crate) fn close_all(&self, error: ConnectionError, code: u64, reason: &[u8]) {
+        let code = quinn::VarInt::from_u64(code).unwrap_or_default();
+        let conns: Vec<quinn::Connection> = {
+            let mut state = self.lock();
+            if state.error.is_some() {
+                return;
+            }
+            state.fail(error);
+            state.paths.values().map(|p| p.conn.clone()).collect()
+        };
+        for conn in conns {
+            conn.close(code, reason);
+        }
+        self.changed.notify_waiters();
+        self.control_wake.notify_one();
+    }
+
     /// The peer broke the protocol: close every path with the error's code.
     pub(crate) fn protocol_error(&self, error: ProtocolError) {
         tracing::warn!(%error, "closing: peer protocol violation");
@@ -241,12 +260,27 @@ impl Shared {
     }
 }
 
+/// Held by every application handle (connections and streams); dropping the last one closes
+/// the connection, as quinn does, so a forgotten connection does not keep its paths alive.
+pub(crate) struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared
+            .close_all(ConnectionError::LocallyClosed, 0, b"");
+    }
+}
+
 /// One logical connection over one or more paths.
 ///
-/// Cloning gives another handle to the same connection.
+/// Cloning gives another handle to the same connection; when every handle and every stream is
+/// dropped, the connection closes with code 0.
 #[derive(Clone)]
 pub struct Connection {
     pub(crate) shared: Arc<Shared>,
+    handle: Arc<Handle>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -258,6 +292,13 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        let handle = Arc::new(Handle {
+            shared: shared.clone(),
+        });
+        Self { shared, handle }
+    }
+
     /// The session id both ends share.
     pub fn session_id(&self) -> u64 {
         self.shared.session.0
@@ -277,15 +318,19 @@ impl Connection {
     pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), OpenStreamError> {
         let id = self.open(false).await?;
         Ok((
-            SendStream::new(self.shared.clone(), id),
-            RecvStream::new(self.shared.clone(), id),
+            SendStream::new(self.shared.clone(), self.handle.clone(), id),
+            RecvStream::new(self.shared.clone(), self.handle.clone(), id),
         ))
     }
 
     /// Opens a unidirectional stream, waiting while the peer's stream limit is reached.
     pub async fn open_uni(&self) -> Result<SendStream, OpenStreamError> {
         let id = self.open(true).await?;
-        Ok(SendStream::new(self.shared.clone(), id))
+        Ok(SendStream::new(
+            self.shared.clone(),
+            self.handle.clone(),
+            id,
+        ))
     }
 
     async fn open(&self, uni: bool) -> Result<u64, OpenStreamError> {
@@ -309,15 +354,19 @@ impl Connection {
     pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.accept(false).await?;
         Ok((
-            SendStream::new(self.shared.clone(), id),
-            RecvStream::new(self.shared.clone(), id),
+            SendStream::new(self.shared.clone(), self.handle.clone(), id),
+            RecvStream::new(self.shared.clone(), self.handle.clone(), id),
         ))
     }
 
     /// Waits for the peer's next unidirectional stream.
     pub async fn accept_uni(&self) -> Result<RecvStream, ConnectionError> {
         let id = self.accept(true).await?;
-        Ok(RecvStream::new(self.shared.clone(), id))
+        Ok(RecvStream::new(
+            self.shared.clone(),
+            self.handle.clone(),
+            id,
+        ))
     }
 
     async fn accept(&self, uni: bool) -> Result<u64, ConnectionError> {
@@ -527,16 +576,11 @@ impl Connection {
     /// Closes the connection on every path with an application `code` (below
     /// [`codes::FIRST_RESERVED`]) and `reason`.
     pub fn close(&self, code: u64, reason: &[u8]) {
-        let code = quinn::VarInt::from_u64(code.min(codes::FIRST_RESERVED - 1)).unwrap_or_default();
-        let conns: Vec<quinn::Connection> = {
-            let mut state = self.shared.lock();
-            state.fail(ConnectionError::LocallyClosed);
-            state.paths.values().map(|p| p.conn.clone()).collect()
-        };
-        for conn in conns {
-            conn.close(code, reason);
-        }
-        self.shared.changed.notify_waiters();
+        self.shared.close_all(
+            ConnectionError::LocallyClosed,
+            code.min(codes::FIRST_RESERVED - 1),
+            reason,
+        );
     }
 
     /// Waits until the connection is over and says why.
@@ -724,8 +768,13 @@ async fn watch_closed(shared: Arc<Shared>, path: PathId, conn: quinn::Connection
 
 /// Writes control frames, each on its path or on the one with the lowest one-way delay.
 async fn flush_control(shared: Arc<Shared>) {
+    // Also look now and then, so the task ends once the connection is over.
+    const RECHECK: Duration = Duration::from_secs(1);
     loop {
-        shared.control_wake.notified().await;
+        let _ = tokio::time::timeout(RECHECK, shared.control_wake.notified()).await;
+        if shared.lock().error.is_some() {
+            return;
+        }
         loop {
             let batches = {
                 let mut state = shared.lock();
@@ -755,9 +804,6 @@ async fn flush_control(shared: Arc<Shared>) {
                 // A failing path is noticed by its watcher, which repeats what was lost.
                 let _ = control.lock().await.write_all(&buf).await;
             }
-        }
-        if Arc::strong_count(&shared) == 1 {
-            return;
         }
     }
 }
@@ -821,7 +867,7 @@ pub(crate) async fn client_handshake(
                 local,
                 PathStatus::Available,
             );
-            Ok(Connection { shared })
+            Ok(Connection::new(shared))
         }
         Some(Frame::Refused { code, reason }) => Err(ConnectionError::Refused { code, reason }),
         other => Err(ConnectionError::Handshake(format!(

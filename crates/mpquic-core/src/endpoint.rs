@@ -373,7 +373,7 @@ async fn admit(
                 local,
                 PathStatus::Available,
             );
-            if server.accepted.send(Connection { shared }).await.is_err() {
+            if server.accepted.send(Connection::new(shared)).await.is_err() {
                 tracing::debug!("endpoint gone; dropping a new session");
             }
             Ok(())

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use mpquic_sched::{PathId, StreamId, Urgency};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::connection::Shared;
+use crate::connection::{Handle, Shared};
 use crate::error::{ReadError, ReadToEndError, WriteError};
 use crate::state::StreamCounters;
 
@@ -21,6 +21,7 @@ use crate::state::StreamCounters;
 /// Dropping it without [`finish`](Self::finish) or [`reset`](Self::reset) finishes the stream.
 pub struct SendStream {
     shared: Arc<Shared>,
+    _handle: Arc<Handle>,
     id: u64,
     counters: Arc<StreamCounters>,
     done: bool,
@@ -33,10 +34,11 @@ impl std::fmt::Debug for SendStream {
 }
 
 impl SendStream {
-    pub(crate) fn new(shared: Arc<Shared>, id: u64) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, handle: Arc<Handle>, id: u64) -> Self {
         let counters = shared.lock().send_counters(id).unwrap_or_default();
         Self {
             shared,
+            _handle: handle,
             id,
             counters,
             done: false,
@@ -173,6 +175,7 @@ impl AsyncWrite for SendStream {
 /// Dropping it before the end stops the stream (the peer's writes fail with code 0).
 pub struct RecvStream {
     shared: Arc<Shared>,
+    _handle: Arc<Handle>,
     id: u64,
     done: bool,
 }
@@ -184,9 +187,10 @@ impl std::fmt::Debug for RecvStream {
 }
 
 impl RecvStream {
-    pub(crate) fn new(shared: Arc<Shared>, id: u64) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, handle: Arc<Handle>, id: u64) -> Self {
         Self {
             shared,
+            _handle: handle,
             id,
             done: false,
         }
