@@ -9,6 +9,7 @@ use mpquic_sched::{Scheduler, SchedulerKind, MAX_PATHS};
 use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
 
 use crate::error::ConfigError;
+use crate::fld::FldConfig;
 
 /// Builds a fresh scheduler for each connection.
 pub type SchedulerFactory = Arc<dyn Fn() -> Box<dyn Scheduler> + Send + Sync>;
@@ -22,6 +23,8 @@ pub enum CongestionControl {
     NewReno,
     /// quinn's BBR (marked experimental by quinn).
     Bbr,
+    /// FLD, flow-length dependent (see [`fld`](crate::fld)).
+    Fld(FldConfig),
     /// Any quinn controller factory, e.g. a research controller.
     Custom(Arc<dyn ControllerFactory + Send + Sync>),
 }
@@ -32,6 +35,7 @@ impl CongestionControl {
             Self::Cubic => Arc::new(CubicConfig::default()),
             Self::NewReno => Arc::new(NewRenoConfig::default()),
             Self::Bbr => Arc::new(BbrConfig::default()),
+            Self::Fld(config) => Arc::new(*config),
             Self::Custom(factory) => factory.clone(),
         }
     }
@@ -43,6 +47,7 @@ impl fmt::Debug for CongestionControl {
             Self::Cubic => f.write_str("cubic"),
             Self::NewReno => f.write_str("newreno"),
             Self::Bbr => f.write_str("bbr"),
+            Self::Fld(_) => f.write_str("fld"),
             Self::Custom(_) => f.write_str("custom"),
         }
     }
@@ -51,14 +56,15 @@ impl fmt::Debug for CongestionControl {
 impl FromStr for CongestionControl {
     type Err = ConfigError;
 
-    /// `cubic`, `newreno` or `bbr`.
+    /// `cubic`, `newreno`, `bbr` or `fld` (with its defaults).
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name {
             "cubic" => Ok(Self::Cubic),
             "newreno" | "reno" => Ok(Self::NewReno),
             "bbr" => Ok(Self::Bbr),
+            "fld" => Ok(Self::Fld(FldConfig::default())),
             _ => Err(ConfigError::Invalid(
-                "congestion controller (expected cubic, newreno or bbr)",
+                "congestion controller (expected cubic, newreno, bbr or fld)",
             )),
         }
     }

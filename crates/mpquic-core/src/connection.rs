@@ -17,6 +17,7 @@ use mpquic_sched::{PathId, PathStatus, StreamId, Urgency};
 use tokio::sync::{broadcast, Notify};
 use tracing::Instrument;
 
+use crate::config::CongestionControl;
 use crate::endpoint::EndpointInner;
 use crate::error::{codes, ConnectionError, OpenStreamError, PathError, ProtocolError, WriteError};
 use crate::session;
@@ -420,6 +421,29 @@ impl Connection {
         remote: SocketAddr,
         status: PathStatus,
     ) -> Result<PathId, PathError> {
+        self.open_path_inner(local, remote, status, None).await
+    }
+
+    /// Like [`open_path`](Self::open_path), with this path's own congestion controller for what
+    /// the client sends on it (the config's otherwise).
+    pub async fn open_path_with_congestion(
+        &self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        status: PathStatus,
+        congestion: CongestionControl,
+    ) -> Result<PathId, PathError> {
+        self.open_path_inner(local, remote, status, Some(&congestion))
+            .await
+    }
+
+    async fn open_path_inner(
+        &self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        status: PathStatus,
+        congestion: Option<&CongestionControl>,
+    ) -> Result<PathId, PathError> {
         if status == PathStatus::Down {
             return Err(PathError::Handshake("a new path cannot start down".into()));
         }
@@ -439,7 +463,7 @@ impl Connection {
         let telemetry = shared.endpoint.new_telemetry();
         let (conn, local) = shared
             .endpoint
-            .connect_quinn(local, remote, &shared.server_name, &telemetry)
+            .connect_quinn(local, remote, &shared.server_name, &telemetry, congestion)
             .await?;
         let joined = async {
             let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
@@ -817,7 +841,7 @@ pub(crate) async fn client_handshake(
 ) -> Result<Connection, ConnectionError> {
     let telemetry = endpoint.new_telemetry();
     let (conn, local) = endpoint
-        .connect_quinn(local, remote, &server_name, &telemetry)
+        .connect_quinn(local, remote, &server_name, &telemetry, None)
         .await
         .map_err(|e| ConnectionError::Handshake(e.to_string()))?;
     let local_params = State::params(&endpoint.config);

@@ -14,7 +14,7 @@ use quinn::{IdleTimeout, TransportConfig, VarInt};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::config::Config;
+use crate::config::{Config, CongestionControl};
 use crate::connection::{client_handshake, Connection, Shared};
 use crate::error::{codes, ConfigError, ConnectionError, PathError};
 use crate::session;
@@ -47,11 +47,16 @@ impl EndpointInner {
     }
 
     /// quinn's settings for one path, reporting to `telemetry`.
-    fn transport(&self, telemetry: &Arc<Telemetry>) -> Arc<TransportConfig> {
+    fn transport(
+        &self,
+        telemetry: &Arc<Telemetry>,
+        congestion: Option<&CongestionControl>,
+    ) -> Arc<TransportConfig> {
         let c = &self.config;
+        let congestion = congestion.unwrap_or(&c.congestion);
         let varint = |v: u64| VarInt::from_u64(v).unwrap_or(VarInt::MAX);
         let mut t = TransportConfig::default();
-        t.congestion_controller_factory(telemetry.factory(c.congestion.factory()))
+        t.congestion_controller_factory(telemetry.factory(congestion.factory()))
             // Distinct priorities give strict buckets and FCFS; fairness round-robins only
             // incremental streams, which share a priority.
             .send_fairness(true)
@@ -76,9 +81,10 @@ impl EndpointInner {
         remote: SocketAddr,
         server_name: &str,
         telemetry: &Arc<Telemetry>,
+        congestion: Option<&CongestionControl>,
     ) -> Result<(quinn::Connection, SocketAddr), PathError> {
         let mut tls = self.client_tls.clone().ok_or(PathError::NotClient)?;
-        tls.transport_config(self.transport(telemetry));
+        tls.transport_config(self.transport(telemetry, congestion));
         let endpoint = self.bind_client(local)?;
         let bound = endpoint.local_addr().unwrap_or(local);
         let conn = endpoint
@@ -274,7 +280,7 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
         };
         let telemetry = inner.new_telemetry();
         let mut tls = server.tls.clone();
-        tls.transport_config(inner.transport(&telemetry));
+        tls.transport_config(inner.transport(&telemetry, None));
         let local = endpoint.local_addr().unwrap_or(([0, 0, 0, 0], 0).into());
         match incoming.accept_with(Arc::new(tls)) {
             Ok(connecting) => {

@@ -61,6 +61,7 @@ mod config;
 mod connection;
 mod endpoint;
 pub mod error;
+pub mod fld;
 #[cfg(feature = "h3")]
 pub mod h3;
 mod reassembly;

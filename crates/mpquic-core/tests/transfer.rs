@@ -134,3 +134,22 @@ async fn a_path_added_mid_transfer_carries_data() {
         "the new path carried {on_new} bytes of the stream"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fld_carries_a_transfer_and_paths_take_their_own_controller() {
+    let mut config = mpquic_core::Config::default();
+    config.congestion_control("fld".parse().unwrap());
+    let pair = pair_with(1, config).await;
+    serve_hashes(pair.server.clone());
+    pair.client
+        .open_path_with_congestion(
+            local(2),
+            pair.server_addr,
+            PathStatus::Available,
+            mpquic_core::CongestionControl::NewReno,
+        )
+        .await
+        .unwrap();
+    let send = bounded(send_and_check(&pair.client, 11, 5 << 20)).await;
+    assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
+}
