@@ -1,0 +1,296 @@
+//! The page client: loads a page the way a browser would, over HTTP/3 over mpquic.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use h3::client::SendRequest;
+use mpquic_core::h3::{H3Connection, H3Opener};
+use mpquic_core::Connection;
+use mpquic_h3_prio::Priority;
+use tokio::task::JoinSet;
+
+use crate::page::{Discovery, Page};
+use crate::report::{LoadReport, ObjectReport};
+
+/// Why a page load failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// HTTP/3 could not be set up on the connection.
+    #[error("HTTP/3 set-up failed: {0}")]
+    H3(String),
+    /// A request failed.
+    #[error("{url}: {reason}")]
+    Request {
+        /// The object's URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// An object answered with a status other than 200.
+    #[error("{url}: status {status}")]
+    Status {
+        /// The object's URL.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+    /// An object's body was not its recorded size.
+    #[error("{url}: {received} bytes received, {recorded} recorded")]
+    Size {
+        /// The object's URL.
+        url: String,
+        /// Bytes received.
+        received: u64,
+        /// The recorded size.
+        recorded: u64,
+    },
+    /// The page has no objects.
+    #[error("page {0:?} has no objects")]
+    Empty(String),
+    /// The load did not finish in time.
+    #[error("page load not finished after {0:?}")]
+    Timeout(Duration),
+}
+
+/// How the client paces a load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadOptions {
+    /// The longest the load may take.
+    ///
+    /// # Default
+    /// 60 s.
+    pub timeout: Duration,
+    /// Factor on the recorded offsets of [`Discovery::AfterDocument`] objects: 1 replays the
+    /// recorded times, 0 requests them all the moment the main document completes (as the
+    /// papers' pages do, which removes the recording's own network and browser delays).
+    ///
+    /// # Default
+    /// 1.
+    pub time_scale: f64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(60),
+            time_scale: 1.0,
+        }
+    }
+}
+
+/// What one request brought back.
+struct Fetched {
+    index: usize,
+    status: u16,
+    bytes: u64,
+    done: Instant,
+}
+
+/// Loads `page` over `conn` and reports every object's completion, FRT and PLT.
+///
+/// Object 0 (the page request) goes first; every other object is requested when the object it
+/// was discovered by has completed ([`Discovery::After`]), or at its recorded offset after the
+/// main document has completed ([`Discovery::AfterDocument`]). Each request carries the
+/// object's RFC 9218 `priority` header (recorded offsets scaled by
+/// [`LoadOptions::time_scale`]). Times count from the page request. The report's
+/// `scheduler` is the connection's, `scenario` and `mode` are left empty for the caller.
+///
+/// # Errors
+/// [`LoadError`]: a request that fails, a status other than 200, a body that is not the
+/// recorded size, or the timeout passing (in-flight requests are then abandoned).
+pub async fn load(
+    conn: &Connection,
+    page: &Page,
+    options: &LoadOptions,
+) -> Result<LoadReport, LoadError> {
+    let timeout = options.timeout;
+    if page.objects.is_empty() {
+        return Err(LoadError::Empty(page.id.clone()));
+    }
+    let (mut driver, send_request) = h3::client::new(H3Connection::new(conn.clone()))
+        .await
+        .map_err(|e| LoadError::H3(e.to_string()))?;
+    let drive = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    let start = Instant::now();
+    let outcome =
+        tokio::time::timeout(timeout, run(page, send_request, start, options.time_scale)).await;
+    drive.abort();
+    let objects = outcome.map_err(|_| LoadError::Timeout(timeout))??;
+
+    let plt_ms = objects.iter().map(|o| o.completed_ms).fold(0.0, f64::max);
+    let frt_ms = objects
+        .iter()
+        .filter(|o| o.critical)
+        .map(|o| o.completed_ms)
+        .reduce(f64::max)
+        .unwrap_or(plt_ms);
+    let paths = conn.paths();
+    Ok(LoadReport {
+        page: page.id.clone(),
+        scheduler: conn.scheduler_name(),
+        scenario: String::new(),
+        mode: String::new(),
+        paths: paths.len(),
+        frt_ms,
+        plt_ms,
+        bytes: objects.iter().map(|o| o.bytes).sum(),
+        per_path_bytes: paths
+            .iter()
+            .map(|p| (u64::from(p.id.0), p.bytes_received))
+            .collect(),
+        objects,
+    })
+}
+
+/// Requests every object in discovery order and waits for all of them.
+async fn run(
+    page: &Page,
+    send_request: SendRequest<H3Opener, Bytes>,
+    start: Instant,
+    time_scale: f64,
+) -> Result<Vec<ObjectReport>, LoadError> {
+    let scale = if time_scale.is_finite() && time_scale > 0.0 {
+        time_scale
+    } else {
+        0.0
+    };
+    let n = page.objects.len();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut timed: Vec<(Duration, usize)> = Vec::new();
+    for (i, o) in page.objects.iter().enumerate() {
+        match o.discovery {
+            Discovery::Document if i == 0 => {}
+            Discovery::After { parent } if parent < i => children[parent].push(i),
+            Discovery::AfterDocument(after) => {
+                let scaled = Duration::try_from_secs_f64(after.as_secs_f64() * scale);
+                timed.push((scaled.unwrap_or(Duration::MAX), i));
+            }
+            // A malformed model: treat as discovered with the document.
+            _ => timed.push((Duration::ZERO, i)),
+        }
+    }
+    timed.sort();
+    let main_document = page.main_document.min(n - 1);
+
+    let mut reports: Vec<Option<ObjectReport>> = vec![None; n];
+    let mut requested = vec![Duration::ZERO; n];
+    let mut tasks = JoinSet::new();
+    let spawn = |tasks: &mut JoinSet<_>, index: usize, requested: &mut [Duration]| {
+        requested[index] = start.elapsed();
+        let object = &page.objects[index];
+        let uri = format!("https://localhost{}", object.key);
+        let priority = object.priority;
+        let send = send_request.clone();
+        tasks.spawn(async move {
+            let result = fetch(send, &uri, priority).await;
+            (
+                index,
+                result.map(|(status, bytes)| Fetched {
+                    index,
+                    status,
+                    bytes,
+                    done: Instant::now(),
+                }),
+            )
+        });
+    };
+    spawn(&mut tasks, 0, &mut requested);
+    let mut document_done: Option<Instant> = None;
+    let mut next_timed = 0;
+    let mut done = 0;
+    while done < n {
+        let due = document_done
+            .zip(timed.get(next_timed))
+            .map(|(at, (after, _))| at + *after);
+        tokio::select! {
+            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                let (index, result) = joined.map_err(|e| LoadError::Request {
+                    url: String::new(),
+                    reason: e.to_string(),
+                })?;
+                let object = &page.objects[index];
+                let fetched = result.map_err(|reason| LoadError::Request {
+                    url: object.url.clone(),
+                    reason,
+                })?;
+                if fetched.status != 200 {
+                    return Err(LoadError::Status { url: object.url.clone(), status: fetched.status });
+                }
+                if fetched.bytes != object.size {
+                    return Err(LoadError::Size {
+                        url: object.url.clone(),
+                        received: fetched.bytes,
+                        recorded: object.size,
+                    });
+                }
+                done += 1;
+                reports[fetched.index] = Some(ObjectReport {
+                    url: object.url.clone(),
+                    key: object.key.clone(),
+                    size: object.size,
+                    bytes: fetched.bytes,
+                    status: fetched.status,
+                    critical: object.critical,
+                    urgency: object.priority.urgency(),
+                    requested_ms: requested[index].as_secs_f64() * 1e3,
+                    completed_ms: fetched.done.saturating_duration_since(start).as_secs_f64() * 1e3,
+                });
+                if index == main_document {
+                    document_done = Some(fetched.done);
+                }
+                for &child in &children[index] {
+                    spawn(&mut tasks, child, &mut requested);
+                }
+            }
+            () = sleep_until(due), if due.is_some() => {
+                let now = Instant::now();
+                while let (Some(at), Some(&(after, index))) = (document_done, timed.get(next_timed)) {
+                    if at + after > now {
+                        break;
+                    }
+                    spawn(&mut tasks, index, &mut requested);
+                    next_timed += 1;
+                }
+            }
+            else => {
+                // Nothing in flight and nothing due: the model left objects unreachable.
+                return Err(LoadError::Request {
+                    url: page.objects.get(done).map(|o| o.url.clone()).unwrap_or_default(),
+                    reason: "never requested: its parent is not in the page".into(),
+                });
+            }
+        }
+    }
+    Ok(reports.into_iter().flatten().collect())
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+    }
+}
+
+/// One GET with its priority; the status and the body's length.
+async fn fetch(
+    mut send: SendRequest<H3Opener, Bytes>,
+    uri: &str,
+    priority: Priority,
+) -> Result<(u16, u64), String> {
+    let request = http::Request::get(uri)
+        .header("priority", priority.to_field())
+        .body(())
+        .map_err(|e| e.to_string())?;
+    let mut stream = send
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    stream.finish().await.map_err(|e| e.to_string())?;
+    let response = stream.recv_response().await.map_err(|e| e.to_string())?;
+    let mut bytes = 0u64;
+    while let Some(chunk) = stream.recv_data().await.map_err(|e| e.to_string())? {
+        bytes += chunk.remaining() as u64;
+    }
+    Ok((response.status().as_u16(), bytes))
+}

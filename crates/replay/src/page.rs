@@ -1,0 +1,174 @@
+//! The page model: what a recorded page load asked for, in the order and with the dependencies
+//! a browser would ask for it again.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use mpquic_h3_prio::{Priority, ResourceType};
+use mpquic_sched::sim;
+use mpquic_sched::Urgency;
+
+/// When the client requests an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discovery {
+    /// The page request itself: object 0, requested at time zero.
+    Document,
+    /// When object `parent` (a lower index) has completed: its recorded initiator, or the
+    /// previous hop of the document's redirect chain.
+    After {
+        /// Index of the parent in [`Page::objects`].
+        parent: usize,
+    },
+    /// At this offset after the main document has completed: the recorded start time relative
+    /// to the recorded completion of the main document (zero if it started earlier).
+    AfterDocument(Duration),
+}
+
+/// One recorded request and response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageObject {
+    /// The recorded URL.
+    pub url: String,
+    /// The path this object is served under: `/{page id}/{host}{path}{?query}`, percent-encoded
+    /// where a URI needs it, unique inside the page (a repeated URL gets `~2`, `~3`, ...).
+    pub key: String,
+    /// Response body bytes the server sends (the recorded transfer size; 0 for an empty body).
+    pub size: u64,
+    /// The recorded MIME type (`application/octet-stream` when none was recorded).
+    pub content_type: String,
+    /// What kind of resource it is.
+    pub resource_type: ResourceType,
+    /// The RFC 9218 priority the browser sends for it.
+    pub priority: Priority,
+    /// Whether the first rendering waits for it (document, CSS, render-blocking script).
+    pub critical: bool,
+    /// When the client requests it.
+    pub discovery: Discovery,
+    /// Its recorded start, from the page's first request.
+    pub recorded_start: Duration,
+}
+
+/// A recorded page: its objects, the document first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// Short identifier (the HAR file's stem), the first segment of every object's key.
+    pub id: String,
+    /// The page's title, or its identifier when the HAR has none.
+    pub name: String,
+    /// The objects, in recorded start order; object 0 is the page request.
+    pub objects: Vec<PageObject>,
+    /// Index of the main document (the first 2xx document; after any redirects).
+    pub main_document: usize,
+}
+
+impl Page {
+    /// Total body bytes of the page.
+    pub fn total_bytes(&self) -> u64 {
+        self.objects.iter().map(|o| o.size).sum()
+    }
+
+    /// How many objects are critical.
+    pub fn critical_count(&self) -> usize {
+        self.objects.iter().filter(|o| o.critical).count()
+    }
+
+    /// Whether any object follows a recorded initiator (rather than a recorded time).
+    pub fn has_initiator_graph(&self) -> bool {
+        self.objects
+            .iter()
+            .enumerate()
+            .any(|(i, o)| matches!(o.discovery, Discovery::After { parent } if !self.is_redirect_hop(parent, i)))
+    }
+
+    fn is_redirect_hop(&self, parent: usize, child: usize) -> bool {
+        child <= self.main_document && parent + 1 == child
+    }
+
+    /// The object served under `key`.
+    pub fn object(&self, key: &str) -> Option<&PageObject> {
+        self.objects.iter().find(|o| o.key == key)
+    }
+
+    /// The page as the simulator loads it: each object requested at its recorded start (from
+    /// the first request), at least one byte (the stream's FIN has to travel).
+    pub fn to_sim_page(&self) -> sim::Page {
+        let mut page = sim::Page::new(self.name.clone());
+        for o in &self.objects {
+            page.push(
+                sim::Object::new(o.url.clone(), o.size.max(1))
+                    .with_urgency(Urgency::new(o.priority.urgency()).unwrap_or_default())
+                    .with_critical(o.critical)
+                    .with_start(sim::Start::At(o.recorded_start)),
+            );
+        }
+        page
+    }
+}
+
+/// Makes keys for a page's URLs: `/{page}/{host}{path}{?query}`, unique.
+#[derive(Debug)]
+pub(crate) struct Keys {
+    page: String,
+    used: HashSet<String>,
+}
+
+impl Keys {
+    pub(crate) fn new(page: &str) -> Self {
+        Self {
+            page: encode(page.trim_matches('/')),
+            used: HashSet::new(),
+        }
+    }
+
+    /// The key of `url`; the scheme and any fragment are dropped.
+    pub(crate) fn key(&mut self, url: &str) -> String {
+        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let rest = rest.split('#').next().unwrap_or_default();
+        let base = format!("/{}/{}", self.page, encode(rest));
+        let mut key = base.clone();
+        let mut n = 1;
+        while !self.used.insert(key.clone()) {
+            n += 1;
+            key = format!("{base}~{n}");
+        }
+        key
+    }
+}
+
+/// Percent-encodes every byte a URI path or query may not hold as it is (RFC 3986's
+/// unreserved and sub-delims characters, `:`, `@`, `/`, `?` and `%` stay).
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        let keep = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b);
+        if keep {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_and_uri_safe() {
+        let mut keys = Keys::new("site");
+        assert_eq!(
+            keys.key("https://a.com/x.js?v=1#top"),
+            "/site/a.com/x.js?v=1"
+        );
+        assert_eq!(keys.key("http://a.com/x.js?v=1"), "/site/a.com/x.js?v=1~2");
+        assert_eq!(
+            keys.key("https://b.com/a b|ü"),
+            "/site/b.com/a%20b%7C%C3%BC"
+        );
+        for key in ["/site/a.com/x.js?v=1~2", "/site/b.com/a%20b%7C%C3%BC"] {
+            let uri: http::Uri = format!("https://localhost{key}").parse().unwrap();
+            assert_eq!(uri.path_and_query().unwrap().as_str(), key);
+        }
+    }
+}

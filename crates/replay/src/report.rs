@@ -1,0 +1,120 @@
+//! What a page load measured, in the JSON shape the page client prints.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// One object of a page load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectReport {
+    /// The recorded URL.
+    pub url: String,
+    /// The path it was requested under.
+    pub key: String,
+    /// The recorded size.
+    pub size: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// The response status.
+    pub status: u16,
+    /// Whether it is critical (counts for FRT).
+    pub critical: bool,
+    /// The RFC 9218 urgency it was requested with.
+    pub urgency: u8,
+    /// When it was requested, in milliseconds from the page request.
+    pub requested_ms: f64,
+    /// When its last byte arrived, in milliseconds from the page request.
+    pub completed_ms: f64,
+}
+
+/// One page load: first rendering time, page load time, and every object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadReport {
+    /// The page's id.
+    pub page: String,
+    /// The scheduler both ends ran.
+    pub scheduler: String,
+    /// The scenario of the emulated links (empty when not emulated).
+    pub scenario: String,
+    /// `loopback` or `netns` (empty when the caller connected on its own).
+    pub mode: String,
+    /// How many paths the connection had.
+    pub paths: usize,
+    /// First rendering time: the page request to the last byte of the last critical object
+    /// (the PLT when the page has no critical object).
+    pub frt_ms: f64,
+    /// Page load time: the page request to the last byte of the last object.
+    pub plt_ms: f64,
+    /// Body bytes received in total.
+    pub bytes: u64,
+    /// Stream bytes the client received on each path (HTTP/3 framing included), by path id.
+    pub per_path_bytes: BTreeMap<u64, u64>,
+    /// Every object, in the page's order.
+    pub objects: Vec<ObjectReport>,
+}
+
+/// Mean and sample standard deviation (divisor n - 1; 0 for one value).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    /// The mean.
+    pub mean: f64,
+    /// The sample standard deviation.
+    pub sd: f64,
+}
+
+impl Spread {
+    /// The spread of `values`; `None` when empty.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = if values.len() < 2 {
+            0.0
+        } else {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Some(Self { mean, sd })
+    }
+}
+
+/// Repeated loads of one page with one scheduler.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepeatedReport {
+    /// The page's id.
+    pub page: String,
+    /// The scheduler.
+    pub scheduler: String,
+    /// The scenario.
+    pub scenario: String,
+    /// `loopback` or `netns`.
+    pub mode: String,
+    /// How many loads.
+    pub reps: usize,
+    /// FRT over the loads, milliseconds.
+    pub frt_ms: Spread,
+    /// PLT over the loads, milliseconds.
+    pub plt_ms: Spread,
+    /// Every load.
+    pub runs: Vec<LoadReport>,
+}
+
+impl RepeatedReport {
+    /// Summarises `runs` (at least one).
+    pub fn new(runs: Vec<LoadReport>) -> Option<Self> {
+        let first = runs.first()?;
+        let frt: Vec<f64> = runs.iter().map(|r| r.frt_ms).collect();
+        let plt: Vec<f64> = runs.iter().map(|r| r.plt_ms).collect();
+        Some(Self {
+            page: first.page.clone(),
+            scheduler: first.scheduler.clone(),
+            scenario: first.scenario.clone(),
+            mode: first.mode.clone(),
+            reps: runs.len(),
+            frt_ms: Spread::of(&frt)?,
+            plt_ms: Spread::of(&plt)?,
+            runs,
+        })
+    }
+}

@@ -1,0 +1,279 @@
+//! One command, one measurement: a page server, the emulated links of a scenario and a page
+//! client, all in this process.
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use mpquic_core::{Config, ConfigError, Connection, Endpoint, PathStatus};
+use mpquic_netns::error::NetnsError;
+use mpquic_netns::loopback::relay_paths;
+use mpquic_netns::relay::Relay;
+use mpquic_sched::sim::Scenario;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use crate::client::{load, LoadError, LoadOptions};
+use crate::page::Page;
+use crate::report::LoadReport;
+use crate::server::{PageServer, ServeError};
+
+/// Where the emulated links run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A userspace link emulator as a UDP relay per path on loopback (no root).
+    Loopback,
+    /// The namespace testbed (root); not implemented by the replay yet.
+    Netns,
+}
+
+impl Mode {
+    /// Its name on command lines and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Loopback => "loopback",
+            Self::Netns => "netns",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = RunError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "loopback" => Ok(Self::Loopback),
+            "netns" => Ok(Self::Netns),
+            other => Err(RunError::Mode(other.to_owned())),
+        }
+    }
+}
+
+/// Why a replay run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// An unknown mode name.
+    #[error("unknown mode {0:?}: loopback or netns")]
+    Mode(String),
+    /// `--mode netns` is not implemented by the replay yet.
+    #[error(
+        "--mode netns is not yet implemented for the page replay; use --mode loopback \
+         (the same link emulator, as a relay on loopback, no root)"
+    )]
+    NetnsNotYet,
+    /// A scenario that does not exist.
+    #[error("{0}")]
+    Scenario(String),
+    /// More paths than the scenario has, or none.
+    #[error("{scenario} has {available} paths; {asked} asked")]
+    Paths {
+        /// The scenario.
+        scenario: &'static str,
+        /// Paths it has.
+        available: usize,
+        /// Paths asked for.
+        asked: usize,
+    },
+    /// The transport's configuration (scheduler name, addresses, TLS).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The certificate could not be made.
+    #[error("certificate: {0}")]
+    Certificate(String),
+    /// The link emulator could not start.
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    /// The server could not be built.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// Connecting or joining a path failed.
+    #[error("connecting: {0}")]
+    Connect(String),
+    /// The page load failed.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// What to run: scheduler, emulated links, paths, bound.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The scheduler both ends use, by name.
+    pub scheduler: String,
+    /// The emulated links.
+    pub scenario: &'static Scenario,
+    /// How many of the scenario's paths to use (its first ones).
+    pub paths: usize,
+    /// Where the links run.
+    pub mode: Mode,
+    /// The longest a load may take, and how recorded times are paced.
+    pub load: LoadOptions,
+}
+
+impl RunConfig {
+    /// `scheduler` over every path of the scenario called `scenario`, on loopback, with the
+    /// default [`LoadOptions`] (60 s bound, recorded times).
+    ///
+    /// # Errors
+    /// [`RunError::Scenario`] for an unknown scenario.
+    pub fn new(scheduler: &str, scenario: &str) -> Result<Self, RunError> {
+        let scenario =
+            Scenario::by_name(scenario).map_err(|e| RunError::Scenario(e.to_string()))?;
+        Ok(Self {
+            scheduler: scheduler.to_owned(),
+            scenario,
+            paths: scenario.paths.len(),
+            mode: Mode::Loopback,
+            load: LoadOptions::default(),
+        })
+    }
+}
+
+/// A self-signed certificate for `localhost` and its key.
+///
+/// # Errors
+/// [`RunError::Certificate`] if rcgen fails.
+pub fn self_signed() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), RunError> {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+        .map_err(|e| RunError::Certificate(e.to_string()))?;
+    let key = PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
+    Ok((cert.cert.der().clone(), key.into()))
+}
+
+/// The transport configuration for `scheduler`.
+///
+/// # Errors
+/// [`RunError::Config`] for an unknown scheduler.
+pub fn transport_config(scheduler: &str, paths: usize) -> Result<Config, RunError> {
+    let mut config = Config::default();
+    config.scheduler(scheduler)?.max_paths(paths.max(8))?;
+    Ok(config)
+}
+
+fn loopback(k: usize) -> SocketAddr {
+    let host = u8::try_from(k + 1).unwrap_or(u8::MAX);
+    SocketAddr::from((Ipv4Addr::new(127, 0, 0, host), 0))
+}
+
+/// Connects a client to `fronts[k]` from 127.0.0.(k+1), one path each.
+///
+/// # Errors
+/// [`RunError::Connect`] when a handshake or join fails; [`RunError::Config`] when binding does.
+pub async fn connect(
+    config: Config,
+    cert: CertificateDer<'static>,
+    fronts: &[SocketAddr],
+) -> Result<(Endpoint, Connection), RunError> {
+    let Some(&first) = fronts.first() else {
+        return Err(RunError::Connect("no server address".into()));
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(cert)
+        .map_err(|e| RunError::Certificate(e.to_string()))?;
+    let endpoint = Endpoint::client(&[loopback(0)], config, roots)?;
+    let conn = endpoint
+        .connect(first, "localhost")
+        .map_err(|e| RunError::Connect(e.to_string()))?
+        .await
+        .map_err(|e| RunError::Connect(e.to_string()))?;
+    for (k, &front) in fronts.iter().enumerate().skip(1) {
+        conn.open_path(loopback(k), front, PathStatus::Available)
+            .await
+            .map_err(|e| RunError::Connect(format!("path {k}: {e}")))?;
+    }
+    Ok((endpoint, conn))
+}
+
+/// Loads `page` once: a page server on 127.0.0.1, a relay per scenario path in front of it,
+/// and a client whose path k goes from 127.0.0.(k+1) to relay front k. Everything is torn
+/// down before it returns.
+///
+/// # Errors
+/// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
+pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
+    if run.mode == Mode::Netns {
+        return Err(RunError::NetnsNotYet);
+    }
+    let available = run.scenario.paths.len();
+    if run.paths == 0 || run.paths > available {
+        return Err(RunError::Paths {
+            scenario: run.scenario.name,
+            available,
+            asked: run.paths,
+        });
+    }
+    let config = transport_config(&run.scheduler, run.paths)?;
+    let (cert, key) = self_signed()?;
+    let server_endpoint = Arc::new(Endpoint::server(
+        &[loopback(0)],
+        config.clone(),
+        vec![cert.clone()],
+        key,
+    )?);
+    let server_addr = server_endpoint
+        .local_addrs()
+        .first()
+        .copied()
+        .ok_or_else(|| RunError::Connect("the server is bound to no address".into()))?;
+    let server = PageServer::new(std::slice::from_ref(page))?;
+    let serving = {
+        let endpoint = server_endpoint.clone();
+        tokio::spawn(async move { server.run(&endpoint).await })
+    };
+    let outcome = async {
+        let relay = Relay::start(relay_paths(
+            run.scenario,
+            &[],
+            &vec![server_addr; available],
+        )?)?;
+        let fronts = &relay.local_addrs()[..run.paths];
+        let (endpoint, conn) =
+            tokio::time::timeout(run.load.timeout, connect(config, cert, fronts))
+                .await
+                .map_err(|_| {
+                    RunError::Connect(format!("not connected after {:?}", run.load.timeout))
+                })??;
+        let report = load(&conn, page, &run.load).await;
+        conn.close(0, b"done");
+        endpoint.close();
+        drop(relay);
+        Ok::<_, RunError>(report?)
+    }
+    .await;
+    server_endpoint.close();
+    serving.abort();
+    let mut report = outcome?;
+    report.scenario = run.scenario.name.to_owned();
+    report.mode = run.mode.name().to_owned();
+    Ok(report)
+}
+
+/// [`load_page`] `reps` times in a runtime of its own (two worker threads), for programs that
+/// are not async; stops at the first failure.
+///
+/// # Errors
+/// [`RunError`] of the first load that failed; [`RunError::Connect`] when the runtime cannot
+/// start.
+pub fn load_page_blocking(
+    page: &Page,
+    run: &RunConfig,
+    reps: usize,
+) -> Result<Vec<LoadReport>, RunError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Connect(format!("tokio runtime: {e}")))?;
+    runtime.block_on(async {
+        let mut reports = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            reports.push(load_page(page, run).await?);
+        }
+        Ok(reports)
+    })
+}

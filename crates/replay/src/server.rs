@@ -1,0 +1,213 @@
+//! The page server: every recorded object of one or more pages over HTTP/3 over mpquic.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use h3::server::RequestResolver;
+use mpquic_core::h3::H3Connection;
+use mpquic_core::{Connection, Endpoint, StreamId};
+use mpquic_h3_prio::Priority;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use crate::page::Page;
+
+/// Body bytes are sent in pieces of at most this many bytes (mpquic's largest chunk).
+const PIECE: usize = 64 * 1024;
+static ZEROS: [u8; PIECE] = [0; PIECE];
+
+/// Why a [`PageServer`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Two pages share an id, so their keys collide.
+    #[error("two pages have the id {0:?}; every page needs its own")]
+    DuplicatePage(String),
+}
+
+#[derive(Debug, Clone)]
+struct Served {
+    size: u64,
+    content_type: String,
+    priority: Priority,
+}
+
+/// Serves every object of its pages: `GET {key}` answers 200 with a body of exactly the
+/// recorded size (zero bytes), the recorded content type, `content-length` and the recorded
+/// RFC 9218 `priority` as a response header; any other path answers 404.
+///
+/// Before the body is written, the request's urgency and incremental flag (its `priority`
+/// header, else the recorded priority) and the body's size go to the multipath stream
+/// ([`Connection::set_stream_urgency`], [`Connection::set_stream_size_hint`]), so the scheduler
+/// knows both before the first byte is scheduled. A connection that fails or goes away
+/// mid-page ends only its own task: the server goes on accepting.
+#[derive(Debug, Clone)]
+pub struct PageServer {
+    objects: Arc<HashMap<String, Served>>,
+}
+
+impl PageServer {
+    /// A server for `pages`.
+    ///
+    /// # Errors
+    /// [`ServeError::DuplicatePage`] when two pages have the same id.
+    pub fn new(pages: &[Page]) -> Result<Self, ServeError> {
+        let mut objects = HashMap::new();
+        let mut ids = std::collections::HashSet::new();
+        for page in pages {
+            if !ids.insert(page.id.as_str()) {
+                return Err(ServeError::DuplicatePage(page.id.clone()));
+            }
+            for o in &page.objects {
+                objects.insert(
+                    o.key.clone(),
+                    Served {
+                        size: o.size,
+                        content_type: o.content_type.clone(),
+                        priority: o.priority,
+                    },
+                );
+            }
+        }
+        Ok(Self {
+            objects: Arc::new(objects),
+        })
+    }
+
+    /// How many objects it serves.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether it serves nothing.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// Accepts sessions on `endpoint` until it is closed, each served in its own task.
+    pub async fn run(&self, endpoint: &Endpoint) {
+        let mut sessions = JoinSet::new();
+        while let Some(conn) = endpoint.accept().await {
+            let server = self.clone();
+            let span = tracing::debug_span!("page-session", session = conn.session_id());
+            sessions.spawn(async move { server.serve(conn).await }.instrument(span));
+            // Reap finished sessions so the set does not grow without bound.
+            while sessions.try_join_next().is_some() {}
+        }
+    }
+
+    /// Serves one session until the client closes it; returns how many requests it answered.
+    pub async fn serve(&self, conn: Connection) -> usize {
+        let mut h3 = match h3::server::builder()
+            .build::<_, Bytes>(H3Connection::new(conn.clone()))
+            .await
+        {
+            Ok(h3) => h3,
+            Err(e) => {
+                tracing::debug!(%e, "h3 set-up failed");
+                return 0;
+            }
+        };
+        let mut requests = JoinSet::new();
+        let mut answered = 0;
+        loop {
+            match h3.accept().await {
+                Ok(Some(resolver)) => {
+                    answered += 1;
+                    let server = self.clone();
+                    let conn = conn.clone();
+                    requests.spawn(async move { server.answer(&conn, resolver).await });
+                    while requests.try_join_next().is_some() {}
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(%e, "session over");
+                    break;
+                }
+            }
+        }
+        // The client has gone: whatever is still being written fails quickly.
+        while requests.join_next().await.is_some() {}
+        answered
+    }
+
+    async fn answer(&self, conn: &Connection, resolver: RequestResolver<H3Connection, Bytes>) {
+        let (request, mut stream) = match resolver.resolve_request().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(%e, "bad request");
+                return;
+            }
+        };
+        let key = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+        let Some(object) = self.objects.get(&key) else {
+            tracing::debug!(key, "404");
+            let response = http::Response::builder()
+                .status(http::StatusCode::NOT_FOUND)
+                .header(http::header::CONTENT_TYPE, "text/plain")
+                .body(());
+            let body = Bytes::from_static(b"not found\n");
+            if let Ok(response) = response {
+                let sent = async {
+                    stream.send_response(response).await?;
+                    stream.send_data(body).await?;
+                    stream.finish().await
+                };
+                if let Err(e) = sent.await {
+                    tracing::debug!(%e, "404 not delivered");
+                }
+            }
+            return;
+        };
+        let priority = request
+            .headers()
+            .get("priority")
+            .map_or(object.priority, |v| Priority::from_field(v.as_bytes()));
+        let id = StreamId(stream.id().into_inner());
+        if let Err(e) = conn
+            .set_stream_urgency(id, priority.urgency(), priority.incremental())
+            .and_then(|()| conn.set_stream_size_hint(id, object.size))
+        {
+            tracing::debug!(%e, key, "stream gone before its response");
+            return;
+        }
+        let response = http::Response::builder()
+            .status(http::StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, object.content_type.as_str())
+            .header(http::header::CONTENT_LENGTH, object.size)
+            .header("priority", object.priority.to_field())
+            .body(());
+        let response = match response {
+            Ok(r) => r,
+            // A recorded content type that is not a valid header value.
+            Err(_) => match http::Response::builder()
+                .status(http::StatusCode::OK)
+                .header(http::header::CONTENT_TYPE, "application/octet-stream")
+                .header(http::header::CONTENT_LENGTH, object.size)
+                .header("priority", object.priority.to_field())
+                .body(())
+            {
+                Ok(r) => r,
+                Err(_) => return,
+            },
+        };
+        let size = object.size;
+        let sent = async {
+            stream.send_response(response).await?;
+            let mut left = size;
+            while left > 0 {
+                let n = left.min(PIECE as u64) as usize;
+                stream.send_data(Bytes::from_static(&ZEROS[..n])).await?;
+                left -= n as u64;
+            }
+            stream.finish().await
+        };
+        if let Err(e) = sent.await {
+            tracing::debug!(%e, key, "response not delivered");
+        }
+    }
+}

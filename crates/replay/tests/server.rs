@@ -1,0 +1,268 @@
+//! The page server: unknown paths are 404s, a client that goes away mid-page does not stop
+//! the next one, and every response's urgency and size reach the scheduler before its first
+//! byte is scheduled.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Buf;
+use mpquic_core::h3::H3Connection;
+use mpquic_core::{Config, Endpoint};
+use mpquic_replay::{connect, har, load, self_signed, LoadError, LoadOptions, Page, PageServer};
+use mpquic_sched::{
+    Grant, PathId, PathSnapshot, SchedError, Scheduler, SchedulerKind, StreamId, StreamMeta,
+};
+
+/// A three-object page: a document, a stylesheet and a 3 MB image found by the document.
+fn page() -> Page {
+    let text = r#"{"log": {"entries": [
+      {"startedDateTime": "2024-01-01T00:00:00.000Z", "time": 50, "request": {"url": "https://a.test/"},
+       "_resourceType": "document",
+       "response": {"status": 200, "bodySize": 30000, "content": {"mimeType": "text/html"}}},
+      {"startedDateTime": "2024-01-01T00:00:00.060Z", "request": {"url": "https://a.test/s.css"},
+       "_initiator": "https://a.test/",
+       "response": {"status": 200, "bodySize": 12000, "content": {"mimeType": "text/css"}}},
+      {"startedDateTime": "2024-01-01T00:00:00.070Z", "request": {"url": "https://a.test/big.jpg"},
+       "_initiator": "https://a.test/",
+       "response": {"status": 200, "bodySize": 3000000, "content": {"mimeType": "image/jpeg"}}}
+    ]}}"#;
+    har::parse(text, "site").unwrap()
+}
+
+/// A page server on 127.0.0.1 with `config`; returns its address, its certificate and the
+/// endpoint (which the serving task also holds).
+fn start_server(
+    page: &Page,
+    config: Config,
+) -> (
+    SocketAddr,
+    rustls::pki_types::CertificateDer<'static>,
+    Arc<Endpoint>,
+) {
+    let (cert, key) = self_signed().unwrap();
+    let endpoint = Arc::new(
+        Endpoint::server(
+            &["127.0.0.1:0".parse().unwrap()],
+            config,
+            vec![cert.clone()],
+            key,
+        )
+        .unwrap(),
+    );
+    let addr = endpoint.local_addrs()[0];
+    let server = PageServer::new(std::slice::from_ref(page)).unwrap();
+    let serving = endpoint.clone();
+    tokio::spawn(async move { server.run(&serving).await });
+    (addr, cert, endpoint)
+}
+
+/// GET `path` over h3: the status and the body.
+async fn get(conn: &mpquic_core::Connection, path: &str) -> (u16, Vec<u8>) {
+    let (mut driver, mut send) = h3::client::new(H3Connection::new(conn.clone()))
+        .await
+        .unwrap();
+    let drive = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    let request = http::Request::get(format!("https://localhost{path}"))
+        .body(())
+        .unwrap();
+    let mut stream = send.send_request(request).await.unwrap();
+    stream.finish().await.unwrap();
+    let response = stream.recv_response().await.unwrap();
+    let mut body = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await.unwrap() {
+        while chunk.has_remaining() {
+            let part = chunk.chunk();
+            body.extend_from_slice(part);
+            let n = part.len();
+            chunk.advance(n);
+        }
+    }
+    drive.abort();
+    (response.status().as_u16(), body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths_are_404_and_known_ones_are_served_in_full() {
+    let page = page();
+    let (addr, cert, endpoint) = start_server(&page, Config::default());
+    for path in [
+        "/nope",
+        "/site/a.test/missing.js",
+        "/",
+        "/site/a.test/s.css?x",
+    ] {
+        let (client, conn) = connect(Config::default(), cert.clone(), &[addr, addr])
+            .await
+            .unwrap();
+        let (status, body) = get(&conn, path).await;
+        assert_eq!(
+            (status, body.as_slice()),
+            (404, &b"not found\n"[..]),
+            "{path}"
+        );
+        conn.close(0, b"done");
+        client.close();
+    }
+    // The same server still answers a known path in full.
+    let (client, conn) = connect(Config::default(), cert, &[addr, addr])
+        .await
+        .unwrap();
+    let (status, body) = get(&conn, "/site/a.test/s.css").await;
+    assert_eq!((status, body.len()), (200, 12_000));
+    conn.close(0, b"done");
+    client.close();
+    endpoint.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
+    let page = page();
+    let (addr, cert, endpoint) = start_server(&page, Config::default());
+    // A relay path of 25 Mbit/s makes the 3 MB image take about a second.
+    let scenario = mpquic_sched::sim::Scenario::by_name("pb-low").unwrap();
+    let relay = mpquic_netns::relay::Relay::start(
+        mpquic_netns::loopback::relay_paths(scenario, &[], &[addr, addr]).unwrap(),
+    )
+    .unwrap();
+    let fronts = relay.local_addrs().to_vec();
+
+    for _ in 0..2 {
+        let (client, conn) = connect(Config::default(), cert.clone(), &fronts)
+            .await
+            .unwrap();
+        let options = LoadOptions {
+            timeout: Duration::from_millis(300),
+            ..LoadOptions::default()
+        };
+        let e = load(&conn, &page, &options).await.unwrap_err();
+        assert!(matches!(e, LoadError::Timeout(_)), "{e}");
+        // Gone mid-page: closed with the image half sent.
+        conn.close(0, b"bye");
+        client.close();
+    }
+    // And once without a word: the endpoint dropped with the connection open.
+    {
+        let (client, conn) = connect(Config::default(), cert.clone(), &fronts)
+            .await
+            .unwrap();
+        let short = LoadOptions {
+            timeout: Duration::from_millis(300),
+            ..LoadOptions::default()
+        };
+        assert!(load(&conn, &page, &short).await.is_err());
+        drop(conn);
+        drop(client);
+    }
+
+    let (client, conn) = connect(Config::default(), cert, &fronts).await.unwrap();
+    let report = load(&conn, &page, &LoadOptions::default()).await.unwrap();
+    assert_eq!(report.bytes, 3_042_000);
+    assert!(report.per_path_bytes.values().all(|&b| b > 0), "{report:?}");
+    conn.close(0, b"done");
+    client.close();
+    endpoint.close();
+}
+
+/// What the wrapped scheduler was told, in order.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Meta(StreamMeta),
+    Grant(StreamId),
+}
+
+#[derive(Debug)]
+struct Recording {
+    inner: Box<dyn Scheduler>,
+    log: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Scheduler for Recording {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn on_path_added(&mut self, now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
+        self.inner.on_path_added(now, path)
+    }
+    fn on_path_updated(&mut self, now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
+        self.inner.on_path_updated(now, path)
+    }
+    fn on_path_removed(&mut self, now: Instant, path: PathId) {
+        self.inner.on_path_removed(now, path)
+    }
+    fn on_stream_opened(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
+        self.log.lock().unwrap().push(Seen::Meta(*meta));
+        self.inner.on_stream_opened(now, meta)
+    }
+    fn on_stream_updated(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
+        self.log.lock().unwrap().push(Seen::Meta(*meta));
+        self.inner.on_stream_updated(now, meta)
+    }
+    fn on_data_queued(&mut self, now: Instant, s: StreamId, bytes: u64) -> Result<(), SchedError> {
+        self.inner.on_data_queued(now, s, bytes)
+    }
+    fn on_stream_finished(&mut self, now: Instant, stream: StreamId) -> Result<(), SchedError> {
+        self.inner.on_stream_finished(now, stream)
+    }
+    fn on_stream_closed(&mut self, now: Instant, stream: StreamId) {
+        self.inner.on_stream_closed(now, stream)
+    }
+    fn poll_send(&mut self, now: Instant, path: PathId, room: u64) -> Option<Grant> {
+        let grant = self.inner.poll_send(now, path, room)?;
+        self.log.lock().unwrap().push(Seen::Grant(grant.stream));
+        Some(grant)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.inner.poll_timeout()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
+    let page = page();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut config = Config::default();
+    let recorder = log.clone();
+    config.scheduler_factory("priority-bucket", move || {
+        Box::new(Recording {
+            inner: SchedulerKind::PriorityBucket.build(),
+            log: recorder.clone(),
+        })
+    });
+    let (addr, cert, endpoint) = start_server(&page, config);
+    let (client, conn) = connect(Config::default(), cert, &[addr, addr])
+        .await
+        .unwrap();
+    let report = load(&conn, &page, &LoadOptions::default()).await.unwrap();
+    assert_eq!(report.bytes, page.total_bytes());
+    conn.close(0, b"done");
+    client.close();
+    endpoint.close();
+
+    // Every response stream with the object's size: its urgency and size were known before
+    // its first grant.
+    let log = log.lock().unwrap().clone();
+    for object in &page.objects {
+        let meta = log
+            .iter()
+            .find_map(|s| match s {
+                Seen::Meta(m) if m.size == Some(object.size) => Some(*m),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{}: size {} never told", object.url, object.size));
+        assert_eq!(
+            meta.urgency.get(),
+            object.priority.urgency(),
+            "{}",
+            object.url
+        );
+        let told = log.iter().position(|s| *s == Seen::Meta(meta)).unwrap();
+        let granted = log
+            .iter()
+            .position(|s| *s == Seen::Grant(meta.id))
+            .expect("the stream was granted bytes");
+        assert!(told < granted, "{}: told after its first grant", object.url);
+    }
+}
