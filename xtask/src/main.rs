@@ -7,6 +7,9 @@
 //!   against lrf and the oracle's bounds; with `--json`, one object keyed by scheduler name,
 //!   each `{"frt_ms", "plt_ms"}` (the means), `"frt_sd_ms"`, `"plt_sd_ms"` and `"runs"` (or
 //!   `"error"`), and `"oracle"`.
+//! - `cargo xtask demo`: a bundled recorded page (YouTube, 2013) over HTTP/3 over mpquic with
+//!   every scheduler, on pb-high's two paths emulated on loopback, and a table of FRT and PLT
+//!   (mean ± sd over a few loads) with the reduction against lrf (see `demo.rs`).
 //! - `cargo xtask ci`: the checks, in order, stopping at the first failure: `cargo fmt --all --
 //!   --check`, `cargo clippy --workspace --all-targets -- -D warnings`,
 //!   `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`, `cargo test --workspace`.
@@ -16,7 +19,7 @@
 #![allow(clippy::print_stdout)]
 
 mod ci;
-mod har;
+mod demo;
 mod runs;
 mod sim;
 mod stats;
@@ -43,6 +46,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Loads a bundled recorded page with every scheduler over HTTP/3 over mpquic on two
+    /// emulated paths on loopback (pb-high) and prints FRT and PLT against lrf.
+    Demo,
     /// Runs every scheduler over a page in the simulator, repeated over seeds, and prints FRT
     /// and PLT (mean ± sd) against lrf and the oracle lower bound.
     Sim(SimArgs),
@@ -61,13 +67,15 @@ enum Failure {
     Ci(String),
     /// The testbed could not do what was asked (not root, already up, I/O): exit code 1.
     Testbed(String),
+    /// The demo could not load its page: exit code 1.
+    Demo(String),
 }
 
 impl Failure {
     fn exit_code(&self) -> ExitCode {
         match self {
             Self::Usage(_) => ExitCode::from(2),
-            Self::Ci(_) | Self::Testbed(_) => ExitCode::FAILURE,
+            Self::Ci(_) | Self::Testbed(_) | Self::Demo(_) => ExitCode::FAILURE,
         }
     }
 }
@@ -75,7 +83,10 @@ impl Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Usage(message) | Self::Ci(message) | Self::Testbed(message) => {
+            Self::Usage(message)
+            | Self::Ci(message)
+            | Self::Testbed(message)
+            | Self::Demo(message) => {
                 f.write_str(message)
             }
         }
@@ -85,6 +96,7 @@ impl std::fmt::Display for Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Demo => demo::demo(),
         Command::Sim(args) => sim::sim(&args),
         Command::Ci => ci::run().map_err(Failure::Ci),
         Command::Testbed(args) => match testbed::run(&args) {

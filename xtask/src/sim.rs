@@ -7,7 +7,7 @@ use clap::Args;
 use mpquic_sched::sim::{Page, Scenario, SimConfig};
 use mpquic_sched::SchedulerKind;
 
-use crate::{har, runs, table, Failure};
+use crate::{runs, table, Failure};
 
 /// The most runs one command does (10 is the papers' count; 1000 already takes a while).
 pub const MAX_RUNS: u32 = 1000;
@@ -39,7 +39,9 @@ fn load_page(name: &str) -> Result<Page, Failure> {
     }
     let path = Path::new(name);
     if path.is_file() {
-        return har::load(path).map_err(|e| Failure::Usage(e.to_string()));
+        return mpquic_replay::har::load(path)
+            .map(|page| page.to_sim_page())
+            .map_err(|e| Failure::Usage(e.to_string()));
     }
     Err(Failure::Usage(format!(
         "unknown page {name:?}: not a builtin page ({}) and not a .har file",

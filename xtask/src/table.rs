@@ -10,11 +10,11 @@ use crate::runs::{Measured, Runs};
 use crate::stats::{reduction_percent, Summary};
 
 /// Width of a "mean ± sd" cell: `{:>8.1} ± {:>5.1}`.
-const CELL: usize = 16;
+pub(crate) const CELL: usize = 16;
 /// Width of a reduction cell.
-const RED: usize = 8;
+pub(crate) const RED: usize = 8;
 
-fn reduction(mean: Option<f64>, base: Option<f64>) -> String {
+pub(crate) fn reduction(mean: Option<f64>, base: Option<f64>) -> String {
     match (mean, base) {
         (Some(m), Some(b)) => {
             reduction_percent(m, b).map_or_else(|| "-".to_owned(), |r| format!("{r:+.1}%"))
@@ -23,7 +23,7 @@ fn reduction(mean: Option<f64>, base: Option<f64>) -> String {
     }
 }
 
-fn summary_cell(value: Option<Summary>) -> String {
+pub(crate) fn summary_cell(value: Option<Summary>) -> String {
     value.map_or_else(
         || "-".to_owned(),
         |s| format!("{:>8.1} ± {:>5.1}", s.mean, s.sd),
