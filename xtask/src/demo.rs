@@ -44,8 +44,8 @@ pub fn demo() -> Result<(), Failure> {
     let mut loads: Vec<Vec<LoadReport>> = vec![Vec::new(); SchedulerKind::ALL.len()];
     for _ in 0..REPS {
         for (kind, reports) in SchedulerKind::ALL.iter().zip(&mut loads) {
-            let mut run = RunConfig::new(kind.name(), SCENARIO)
-                .map_err(|e| Failure::Demo(e.to_string()))?;
+            let mut run =
+                RunConfig::new(kind.name(), SCENARIO).map_err(|e| Failure::Demo(e.to_string()))?;
             run.load.time_scale = 0.0;
             let mut report = load_page_blocking(&page, &run, 1)
                 .map_err(|e| Failure::Demo(format!("{}: {e}", kind.name())))?;

@@ -86,9 +86,7 @@ impl std::fmt::Display for Failure {
             Self::Usage(message)
             | Self::Ci(message)
             | Self::Testbed(message)
-            | Self::Demo(message) => {
-                f.write_str(message)
-            }
+            | Self::Demo(message) => f.write_str(message),
         }
     }
 }

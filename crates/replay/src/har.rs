@@ -310,6 +310,36 @@ pub fn load(path: &Path) -> Result<Page, HarError> {
     })
 }
 
+/// Every page at `path`: the file itself, or each `.har` file of a directory (by name).
+///
+/// # Errors
+/// [`HarError::Io`] when the path cannot be read, [`HarError::Empty`] for a directory without
+/// `.har` files, and the first file's error that fails [`load`].
+pub fn load_all(path: &Path) -> Result<Vec<Page>, HarError> {
+    let io = |source| HarError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if !path.is_dir() {
+        return load(path).map(|page| vec![page]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(io)? {
+        let file = entry.map_err(io)?.path();
+        if file
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("har"))
+        {
+            files.push(file);
+        }
+    }
+    if files.is_empty() {
+        return Err(HarError::Empty(path.display().to_string()));
+    }
+    files.sort();
+    files.iter().map(|f| load(f)).collect()
+}
+
 /// Converts HAR JSON text; `id` names the page and prefixes its keys.
 ///
 /// # Errors

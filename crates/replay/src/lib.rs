@@ -61,7 +61,7 @@ pub use har::HarError;
 pub use page::{Discovery, Page, PageObject};
 pub use report::{LoadReport, ObjectReport, RepeatedReport, Spread};
 pub use run::{
-    connect, load_page, load_page_blocking, self_signed, transport_config, Mode, RunConfig,
-    RunError,
+    connect, load_page, load_page_blocking, load_remote, self_signed, transport_config, Mode,
+    RunConfig, RunError,
 };
 pub use server::{PageServer, ServeError};

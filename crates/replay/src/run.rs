@@ -189,13 +189,8 @@ pub async fn connect(
     Ok((endpoint, conn))
 }
 
-/// Loads `page` once: a page server on 127.0.0.1, a relay per scenario path in front of it,
-/// and a client whose path k goes from 127.0.0.(k+1) to relay front k. Everything is torn
-/// down before it returns.
-///
-/// # Errors
-/// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
-pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
+/// Checks the mode and the path count of `run`.
+fn check(run: &RunConfig) -> Result<(), RunError> {
     if run.mode == Mode::Netns {
         return Err(RunError::NetnsNotYet);
     }
@@ -207,11 +202,22 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
             asked: run.paths,
         });
     }
+    Ok(())
+}
+
+/// Loads `page` once: a page server on 127.0.0.1, a relay per scenario path in front of it,
+/// and a client whose path k goes from 127.0.0.(k+1) to relay front k. Everything is torn
+/// down before it returns.
+///
+/// # Errors
+/// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
+pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
+    check(run)?;
     let config = transport_config(&run.scheduler, run.paths)?;
     let (cert, key) = self_signed()?;
     let server_endpoint = Arc::new(Endpoint::server(
         &[loopback(0)],
-        config.clone(),
+        config,
         vec![cert.clone()],
         key,
     )?);
@@ -225,29 +231,36 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
         let endpoint = server_endpoint.clone();
         tokio::spawn(async move { server.run(&endpoint).await })
     };
-    let outcome = async {
-        let relay = Relay::start(relay_paths(
-            run.scenario,
-            &[],
-            &vec![server_addr; available],
-        )?)?;
-        let fronts = &relay.local_addrs()[..run.paths];
-        let (endpoint, conn) =
-            tokio::time::timeout(run.load.timeout, connect(config, cert, fronts))
-                .await
-                .map_err(|_| {
-                    RunError::Connect(format!("not connected after {:?}", run.load.timeout))
-                })??;
-        let report = load(&conn, page, &run.load).await;
-        conn.close(0, b"done");
-        endpoint.close();
-        drop(relay);
-        Ok::<_, RunError>(report?)
-    }
-    .await;
+    let outcome = load_remote(page, run, server_addr, cert).await;
     server_endpoint.close();
     serving.abort();
-    let mut report = outcome?;
+    outcome
+}
+
+/// Loads `page` once from a page server already running at `server` (whose certificate is
+/// `cert`), through a relay per scenario path on loopback in front of it.
+///
+/// # Errors
+/// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
+pub async fn load_remote(
+    page: &Page,
+    run: &RunConfig,
+    server: SocketAddr,
+    cert: CertificateDer<'static>,
+) -> Result<LoadReport, RunError> {
+    check(run)?;
+    let config = transport_config(&run.scheduler, run.paths)?;
+    let servers = vec![server; run.scenario.paths.len()];
+    let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
+    let fronts = &relay.local_addrs()[..run.paths];
+    let (endpoint, conn) = tokio::time::timeout(run.load.timeout, connect(config, cert, fronts))
+        .await
+        .map_err(|_| RunError::Connect(format!("not connected after {:?}", run.load.timeout)))??;
+    let report = load(&conn, page, &run.load).await;
+    conn.close(0, b"done");
+    endpoint.close();
+    drop(relay);
+    let mut report = report?;
     report.scenario = run.scenario.name.to_owned();
     report.mode = run.mode.name().to_owned();
     Ok(report)

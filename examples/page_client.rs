@@ -1,0 +1,125 @@
+//! Loads a recorded page the way a browser would, over HTTP/3 over mpquic on emulated paths,
+//! and prints one JSON object with its first rendering time and page load time.
+//!
+//! ```text
+//! cargo run --release --example page_client -- --page youtube.com-2013 --scenario pb-high
+//! ```
+//!
+//! By default everything runs in this process: a page server on 127.0.0.1, the scenario's
+//! paths as link-emulator relays on loopback in front of it (`--mode loopback`, no root), and
+//! the client, whose path k goes from 127.0.0.(k+1) through relay k. With `--remote ADDR` the
+//! client loads from a running `page_server` instead (its certificate from `--cert`), still
+//! through the relays (the responses then follow the server's `--scheduler`). The document is requested first; every other object when its recorded
+//! initiator has completed, or at its recorded start after the document's completion (times
+//! multiplied by `--time-scale`; 0 requests them all when the document arrives). Each request
+//! carries its RFC 9218 `priority`.
+//!
+//! The JSON (`--reps 1`): `page`, `scheduler`, `scenario`, `mode`, `paths`, `frt_ms`,
+//! `plt_ms`, `bytes`, `per_path_bytes` (by path id) and `objects` (each with `url`, `key`,
+//! `size`, `bytes`, `status`, `critical`, `urgency`, `requested_ms`, `completed_ms`). With
+//! `--reps N` > 1: `reps`, `frt_ms` and `plt_ms` as `{mean, sd}`, and every load in `runs`.
+//! The exit code is non-zero when a load fails (a timeout, a wrong size, a status other than
+//! 200).
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use mpquic_replay::{har, load_page, load_remote, Mode, RepeatedReport, RunConfig};
+use rustls::pki_types::CertificateDer;
+
+#[derive(Debug, Parser)]
+#[command(about = "Loads a recorded page over HTTP/3 over mpquic on emulated paths")]
+struct Args {
+    /// A HAR file to load (overrides --page).
+    #[arg(long)]
+    har: Option<PathBuf>,
+    /// A page of --pages by name (its file name without `.har`).
+    #[arg(long, default_value = "youtube.com-2013")]
+    page: String,
+    /// The directory of recorded pages.
+    #[arg(long, default_value = "pages")]
+    pages: PathBuf,
+    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin.
+    #[arg(long, default_value = "priority-bucket")]
+    scheduler: String,
+    /// Scenario preset: pb-low, pb-low-lossy, pb-high, pb-high-lossy, sec-low, sec-low-lossy,
+    /// sec-high, sec-high-lossy, lte.
+    #[arg(long, default_value = "pb-high")]
+    scenario: String,
+    /// Where the emulated links run: loopback (relays, no root) or netns (not yet).
+    #[arg(long, default_value = "loopback")]
+    mode: String,
+    /// Paths to use: the scenario's first N (default: all of them).
+    #[arg(long)]
+    paths: Option<usize>,
+    /// Loads to make.
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
+    /// Factor on recorded start times (1: as recorded; 0: all when the document arrives).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Seconds one load may take.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// A running page_server's address, instead of a server in this process.
+    #[arg(long)]
+    remote: Option<SocketAddr>,
+    /// The remote server's certificate (DER), as page_server wrote it.
+    #[arg(long, default_value = "/tmp/mpquic-page-cert.der")]
+    cert: PathBuf,
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let file = args
+        .har
+        .clone()
+        .unwrap_or_else(|| args.pages.join(format!("{}.har", args.page)));
+    let page = har::load(&file)?;
+    let mut config = RunConfig::new(&args.scheduler, &args.scenario)?;
+    config.mode = args.mode.parse::<Mode>()?;
+    config.paths = args.paths.unwrap_or(config.paths);
+    config.load.time_scale = args.time_scale;
+    config.load.timeout = Duration::try_from_secs_f64(args.timeout)
+        .map_err(|e| format!("--timeout {}: {e}", args.timeout))?;
+    if args.reps == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    let cert = match args.remote {
+        Some(_) => Some(CertificateDer::from(
+            std::fs::read(&args.cert)
+                .map_err(|e| format!("cannot read {}: {e}", args.cert.display()))?,
+        )),
+        None => None,
+    };
+    let mut runs = Vec::with_capacity(args.reps);
+    for _ in 0..args.reps {
+        let report = match (args.remote, &cert) {
+            (Some(server), Some(cert)) => load_remote(&page, &config, server, cert.clone()).await?,
+            _ => load_page(&page, &config).await?,
+        };
+        runs.push(report);
+    }
+    let json = if runs.len() == 1 {
+        serde_json::to_string(&runs[0])?
+    } else {
+        serde_json::to_string(&RepeatedReport::new(runs).ok_or("no loads")?)?
+    };
+    // A closed pipe (`| head`) is not worth a panic.
+    let _ = writeln!(std::io::stdout().lock(), "{json}");
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("page_client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Serves recorded pages over HTTP/3 over mpquic.
+//!
+//! ```text
+//! cargo run --release --example page_server -- --har pages/ --listen 127.0.0.1:4433
+//! ```
+//!
+//! Every recorded URL of every page (a HAR file, or each `.har` file of a directory; default
+//! the repository's `pages/`) answers `GET /{page}/{host}{path}` with 200, a body of exactly
+//! its recorded transfer size, its recorded content type and its recorded RFC 9218 `priority`;
+//! anything else is a 404. Each response's urgency (from the request's `priority` header) and
+//! size go to the multipath stream before its body, so the scheduler (`--scheduler`) knows
+//! both. The certificate is self-signed for `localhost` and written to `--cert` (DER) for
+//! `page_client --remote`. It serves until killed, or `--sessions` sessions (0: no end).
+
+// A command-line tool: its output is stdout.
+#![allow(clippy::print_stdout)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use mpquic::Endpoint;
+use mpquic_replay::{har, self_signed, transport_config, PageServer};
+
+#[derive(Debug, Parser)]
+#[command(about = "Serves recorded pages (HAR) over HTTP/3 over mpquic")]
+struct Args {
+    /// A HAR file or a directory of them.
+    #[arg(long, default_value = "pages")]
+    har: PathBuf,
+    /// Listening addresses, comma-separated (one is enough: every path can reach it).
+    #[arg(long, value_delimiter = ',', default_value = "127.0.0.1:4433")]
+    listen: Vec<SocketAddr>,
+    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin.
+    #[arg(long, default_value = "priority-bucket")]
+    scheduler: String,
+    /// Where to write the self-signed certificate (DER) for clients.
+    #[arg(long, default_value = "/tmp/mpquic-page-cert.der")]
+    cert: PathBuf,
+    /// Sessions to serve before exiting (0: until killed).
+    #[arg(long, default_value_t = 0)]
+    sessions: u64,
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let pages = har::load_all(&args.har)?;
+    let server = PageServer::new(&pages)?;
+    let (cert, key) = self_signed()?;
+    std::fs::write(&args.cert, cert.as_ref())
+        .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
+    let config = transport_config(&args.scheduler, 8)?;
+    let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
+    for page in &pages {
+        println!(
+            "{}: {} objects, {} bytes, first {}",
+            page.id,
+            page.objects.len(),
+            page.total_bytes(),
+            page.objects[0].key
+        );
+    }
+    println!(
+        "serving {} objects on {:?} with {} (certificate in {})",
+        server.len(),
+        endpoint.local_addrs(),
+        args.scheduler,
+        args.cert.display()
+    );
+    let mut served = 0;
+    let mut sessions = tokio::task::JoinSet::new();
+    while args.sessions == 0 || served < args.sessions {
+        let Some(conn) = endpoint.accept().await else {
+            break;
+        };
+        served += 1;
+        let server = server.clone();
+        sessions.spawn(async move { server.serve(conn).await });
+        while sessions.try_join_next().is_some() {}
+    }
+    while sessions.join_next().await.is_some() {}
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("page_server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
