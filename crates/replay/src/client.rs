@@ -78,6 +78,10 @@ impl Default for LoadOptions {
     }
 }
 
+/// The latest a request is delayed after the document (far beyond any timeout), so that no
+/// recorded time or scale can overflow an `Instant`.
+const LATEST: Duration = Duration::from_secs(86_400);
+
 /// What one request brought back.
 struct Fetched {
     index: usize,
@@ -165,7 +169,7 @@ async fn run(
             Discovery::After { parent } if parent < i => children[parent].push(i),
             Discovery::AfterDocument(after) => {
                 let scaled = Duration::try_from_secs_f64(after.as_secs_f64() * scale);
-                timed.push((scaled.unwrap_or(Duration::MAX), i));
+                timed.push((scaled.unwrap_or(LATEST).min(LATEST), i));
             }
             // A malformed model: treat as discovered with the document.
             _ => timed.push((Duration::ZERO, i)),

@@ -14,7 +14,8 @@
 //!   a zero transfer with a non-empty body means the capture served it from cache, and a fresh
 //!   load would send the body (the decoded size, an overestimate for compressed types). An
 //!   entry whose sources are all 0 has an empty body; one with no source at all, or only
-//!   negative ones, is an error ([`HarError::NoSize`]): its size was never recorded.
+//!   negative ones, is an error ([`HarError::NoSize`]): its size was never recorded. So is
+//!   one above [`MAX_OBJECT_BYTES`] (1 GiB), and a page of more than [`MAX_OBJECTS`] entries.
 //! - Content type: `response.content.mimeType`, else the `content-type` header, else
 //!   `application/octet-stream`.
 //! - Resource type: `_resourceType`, else the MIME type
@@ -51,6 +52,7 @@ use serde_json::Value;
 
 use crate::page::{Discovery, Keys, Page, PageObject};
 use crate::time::parse_time_ms;
+pub use mpquic_sched::sim::{MAX_OBJECTS, MAX_OBJECT_BYTES};
 
 /// Why a HAR file could not become a page.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +94,24 @@ pub enum HarError {
         index: usize,
         /// Its URL.
         url: String,
+    },
+    /// An entry larger than [`MAX_OBJECT_BYTES`].
+    #[error("{page}: entry {index} ({url}): {size} bytes, more than the {MAX_OBJECT_BYTES} a replay serves")]
+    TooLarge {
+        /// The page.
+        page: String,
+        /// The entry's index in `log.entries`.
+        index: usize,
+        /// Its URL.
+        url: String,
+        /// The recorded size.
+        size: u64,
+    },
+    /// More entries than [`MAX_OBJECTS`].
+    #[error("{page}: more than {MAX_OBJECTS} network entries")]
+    TooMany {
+        /// The page.
+        page: String,
     },
     /// The page has no entry that crosses the network.
     #[error("page {0:?} has no network entries")]
@@ -390,6 +410,17 @@ fn convert(har: Har, id: &str) -> Result<Page, HarError> {
                 url: entry.request.url,
             });
         };
+        if size > MAX_OBJECT_BYTES {
+            return Err(HarError::TooLarge {
+                page: name,
+                index,
+                url: entry.request.url,
+                size,
+            });
+        }
+        if entries.len() == MAX_OBJECTS {
+            return Err(HarError::TooMany { page: name });
+        }
         entries.push((started, size, entry));
     }
     // Stable: entries recorded at the same millisecond keep their order.

@@ -67,6 +67,14 @@ fn negative_sizes_fall_through_and_no_size_at_all_is_an_error() {
     }
 }
 
+#[test]
+fn sizes_beyond_a_gibibyte_are_refused() {
+    let text = r#"{"log": {"entries": [{"startedDateTime": "2020-01-01T00:00:00Z",
+        "request": {"url": "https://a/huge"}, "response": {"status": 200, "bodySize": 1e30}}]}}"#;
+    let e = har::parse(text, "p").unwrap_err();
+    assert!(matches!(e, HarError::TooLarge { index: 0, .. }), "{e}");
+}
+
 /// WebPageTest writes bodySize and content.size as 0 and keeps the size in the
 /// `content-length` header and in `_bytesIn` (a string).
 #[test]
