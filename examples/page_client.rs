@@ -28,7 +28,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use mpquic_replay::{har, load_page, load_remote, Mode, RepeatedReport, RunConfig};
+use mpquic::Endpoint;
+use mpquic_replay::{
+    har, load_direct, load_page, load_remote, netns, self_signed, transport_config, Mode,
+    PageServer, RepeatedReport, RunConfig,
+};
 use rustls::pki_types::CertificateDer;
 
 #[derive(Debug, Parser)]
@@ -71,6 +75,17 @@ struct Args {
     /// The remote server's certificate (DER), as page_server wrote it.
     #[arg(long, default_value = "/tmp/mpquic-page-cert.der")]
     cert: PathBuf,
+    /// Netns mode's server role (set by `--mode netns` itself): serve the page on these
+    /// comma-separated addresses in the server namespace.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    serve: Vec<SocketAddr>,
+    /// Netns mode's client role (set by `--mode netns` itself): load from these
+    /// comma-separated server addresses, path k from `--local`'s address k, no relays.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    direct: Vec<SocketAddr>,
+    /// Local addresses for `--direct`, one per path.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    local: Vec<SocketAddr>,
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -88,6 +103,49 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.reps == 0 {
         return Err("--reps must be at least 1".into());
     }
+    if !args.serve.is_empty() {
+        return serve(&page, &args).await;
+    }
+    if !args.direct.is_empty() {
+        let cert = CertificateDer::from(
+            std::fs::read(&args.cert)
+                .map_err(|e| format!("cannot read {}: {e}", args.cert.display()))?,
+        );
+        config.mode = Mode::Netns;
+        let report = load_direct(&page, &config, &args.local, &args.direct, cert).await?;
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string(&report)?
+        );
+        return Ok(());
+    }
+    if config.mode == Mode::Netns {
+        let exe = std::env::current_exe()?;
+        let file = file.canonicalize()?;
+        let common = vec![
+            "--har".to_owned(),
+            file.display().to_string(),
+            "--scheduler".to_owned(),
+            args.scheduler.clone(),
+            "--scenario".to_owned(),
+            args.scenario.clone(),
+            "--paths".to_owned(),
+            config.paths.to_string(),
+        ];
+        let mut client = common.clone();
+        client.extend([
+            "--time-scale".to_owned(),
+            args.time_scale.to_string(),
+            "--timeout".to_owned(),
+            args.timeout.to_string(),
+        ]);
+        // Blocking: the testbed and the child processes are driven from this thread.
+        let runs = tokio::task::block_in_place(|| {
+            netns::load_netns(&exe, &config, &common, &client, args.reps)
+        })?;
+        return print_runs(runs);
+    }
     let cert = match args.remote {
         Some(_) => Some(CertificateDer::from(
             std::fs::read(&args.cert)
@@ -103,6 +161,11 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         runs.push(report);
     }
+    print_runs(runs)
+}
+
+/// Prints one load's JSON, or the repeated report of several.
+fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::error::Error>> {
     let json = if runs.len() == 1 {
         serde_json::to_string(&runs[0])?
     } else {
@@ -110,6 +173,19 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     // A closed pipe (`| head`) is not worth a panic.
     let _ = writeln!(std::io::stdout().lock(), "{json}");
+    Ok(())
+}
+
+/// Netns mode's server role: serves `page` until killed, after writing its certificate.
+async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let server = PageServer::new(std::slice::from_ref(page))?;
+    let (cert, key) = self_signed()?;
+    let config = transport_config(&args.scheduler, args.serve.len())?;
+    let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
+    // Written only once the endpoint is bound: its presence means "ready".
+    std::fs::write(&args.cert, cert.as_ref())
+        .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
+    server.run(&endpoint).await;
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use crate::server::{PageServer, ServeError};
 pub enum Mode {
     /// A userspace link emulator as a UDP relay per path on loopback (no root).
     Loopback,
-    /// The namespace testbed (root); not implemented by the replay yet.
+    /// The namespace testbed (root): server and client as processes in their namespaces.
     Netns,
 }
 
@@ -60,12 +60,13 @@ pub enum RunError {
     /// An unknown mode name.
     #[error("unknown mode {0:?}: loopback or netns")]
     Mode(String),
-    /// `--mode netns` is not implemented by the replay yet.
+    /// Netns mode runs the server and the client as processes in the testbed's namespaces
+    /// ([`crate::netns::load_netns`]), not in this process.
     #[error(
-        "--mode netns is not yet implemented for the page replay; use --mode loopback \
-         (the same link emulator, as a relay on loopback, no root)"
+        "netns mode runs the server and client in the testbed's namespaces: use \
+         page_client --mode netns (root), or --mode loopback here"
     )]
-    NetnsNotYet,
+    NetnsInProcess,
     /// A scenario that does not exist.
     #[error("{0}")]
     Scenario(String),
@@ -154,35 +155,45 @@ pub fn transport_config(scheduler: &str, paths: usize) -> Result<Config, RunErro
     Ok(config)
 }
 
-fn loopback(k: usize) -> SocketAddr {
+/// Path `k`'s local address on loopback, 127.0.0.(k+1) with any port.
+pub fn loopback_local(k: usize) -> SocketAddr {
     let host = u8::try_from(k + 1).unwrap_or(u8::MAX);
     SocketAddr::from((Ipv4Addr::new(127, 0, 0, host), 0))
 }
 
-/// Connects a client to `fronts[k]` from 127.0.0.(k+1), one path each.
+/// Connects a client to `remotes[k]` from `locals[k]`, one path each.
 ///
 /// # Errors
-/// [`RunError::Connect`] when a handshake or join fails; [`RunError::Config`] when binding does.
+/// [`RunError::Connect`] when a handshake or join fails or the lists differ in length;
+/// [`RunError::Config`] when binding does.
 pub async fn connect(
     config: Config,
     cert: CertificateDer<'static>,
-    fronts: &[SocketAddr],
+    locals: &[SocketAddr],
+    remotes: &[SocketAddr],
 ) -> Result<(Endpoint, Connection), RunError> {
-    let Some(&first) = fronts.first() else {
+    let (Some(&first), Some(&first_local)) = (remotes.first(), locals.first()) else {
         return Err(RunError::Connect("no server address".into()));
     };
+    if locals.len() != remotes.len() {
+        return Err(RunError::Connect(format!(
+            "{} local addresses for {} server addresses",
+            locals.len(),
+            remotes.len()
+        )));
+    }
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(cert)
         .map_err(|e| RunError::Certificate(e.to_string()))?;
-    let endpoint = Endpoint::client(&[loopback(0)], config, roots)?;
+    let endpoint = Endpoint::client(&[first_local], config, roots)?;
     let conn = endpoint
         .connect(first, "localhost")
         .map_err(|e| RunError::Connect(e.to_string()))?
         .await
         .map_err(|e| RunError::Connect(e.to_string()))?;
-    for (k, &front) in fronts.iter().enumerate().skip(1) {
-        conn.open_path(loopback(k), front, PathStatus::Available)
+    for (k, (&local, &remote)) in locals.iter().zip(remotes).enumerate().skip(1) {
+        conn.open_path(local, remote, PathStatus::Available)
             .await
             .map_err(|e| RunError::Connect(format!("path {k}: {e}")))?;
     }
@@ -192,7 +203,7 @@ pub async fn connect(
 /// Checks the mode and the path count of `run`.
 fn check(run: &RunConfig) -> Result<(), RunError> {
     if run.mode == Mode::Netns {
-        return Err(RunError::NetnsNotYet);
+        return Err(RunError::NetnsInProcess);
     }
     let available = run.scenario.paths.len();
     if run.paths == 0 || run.paths > available {
@@ -216,7 +227,7 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
     let config = transport_config(&run.scheduler, run.paths)?;
     let (cert, key) = self_signed()?;
     let server_endpoint = Arc::new(Endpoint::server(
-        &[loopback(0)],
+        &[loopback_local(0)],
         config,
         vec![cert.clone()],
         key,
@@ -249,17 +260,38 @@ pub async fn load_remote(
     cert: CertificateDer<'static>,
 ) -> Result<LoadReport, RunError> {
     check(run)?;
-    let config = transport_config(&run.scheduler, run.paths)?;
     let servers = vec![server; run.scenario.paths.len()];
     let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
     let fronts = &relay.local_addrs()[..run.paths];
-    let (endpoint, conn) = tokio::time::timeout(run.load.timeout, connect(config, cert, fronts))
-        .await
-        .map_err(|_| RunError::Connect(format!("not connected after {:?}", run.load.timeout)))??;
+    let locals: Vec<SocketAddr> = (0..fronts.len()).map(loopback_local).collect();
+    let report = load_direct(page, run, &locals, fronts, cert).await;
+    drop(relay);
+    report
+}
+
+/// Loads `page` once from a page server reachable at `remotes` (one address per path), path k
+/// leaving from `locals[k]`; no emulator of its own (inside the namespace testbed, the
+/// testbed's links are on the way).
+///
+/// # Errors
+/// [`RunError`]: set-up failures or the load's own.
+pub async fn load_direct(
+    page: &Page,
+    run: &RunConfig,
+    locals: &[SocketAddr],
+    remotes: &[SocketAddr],
+    cert: CertificateDer<'static>,
+) -> Result<LoadReport, RunError> {
+    let config = transport_config(&run.scheduler, run.paths)?;
+    let (endpoint, conn) =
+        tokio::time::timeout(run.load.timeout, connect(config, cert, locals, remotes))
+            .await
+            .map_err(|_| {
+                RunError::Connect(format!("not connected after {:?}", run.load.timeout))
+            })??;
     let report = load(&conn, page, &run.load).await;
     conn.close(0, b"done");
     endpoint.close();
-    drop(relay);
     let mut report = report?;
     report.scenario = run.scenario.name.to_owned();
     report.mode = run.mode.name().to_owned();

@@ -84,6 +84,10 @@ async fn get(conn: &mpquic_core::Connection, path: &str) -> (u16, Vec<u8>) {
     (response.status().as_u16(), body)
 }
 
+fn locals(n: usize) -> Vec<std::net::SocketAddr> {
+    (0..n).map(mpquic_replay::loopback_local).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_paths_are_404_and_known_ones_are_served_in_full() {
     let page = page();
@@ -94,7 +98,7 @@ async fn unknown_paths_are_404_and_known_ones_are_served_in_full() {
         "/",
         "/site/a.test/s.css?x",
     ] {
-        let (client, conn) = connect(Config::default(), cert.clone(), &[addr, addr])
+        let (client, conn) = connect(Config::default(), cert.clone(), &locals(2), &[addr, addr])
             .await
             .unwrap();
         let (status, body) = get(&conn, path).await;
@@ -107,7 +111,7 @@ async fn unknown_paths_are_404_and_known_ones_are_served_in_full() {
         client.close();
     }
     // The same server still answers a known path in full.
-    let (client, conn) = connect(Config::default(), cert, &[addr, addr])
+    let (client, conn) = connect(Config::default(), cert, &locals(2), &[addr, addr])
         .await
         .unwrap();
     let (status, body) = get(&conn, "/site/a.test/s.css").await;
@@ -130,9 +134,14 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
     let fronts = relay.local_addrs().to_vec();
 
     for _ in 0..2 {
-        let (client, conn) = connect(Config::default(), cert.clone(), &fronts)
-            .await
-            .unwrap();
+        let (client, conn) = connect(
+            Config::default(),
+            cert.clone(),
+            &locals(fronts.len()),
+            &fronts,
+        )
+        .await
+        .unwrap();
         let options = LoadOptions {
             timeout: Duration::from_millis(300),
             ..LoadOptions::default()
@@ -145,9 +154,14 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
     }
     // And once without a word: the endpoint dropped with the connection open.
     {
-        let (client, conn) = connect(Config::default(), cert.clone(), &fronts)
-            .await
-            .unwrap();
+        let (client, conn) = connect(
+            Config::default(),
+            cert.clone(),
+            &locals(fronts.len()),
+            &fronts,
+        )
+        .await
+        .unwrap();
         let short = LoadOptions {
             timeout: Duration::from_millis(300),
             ..LoadOptions::default()
@@ -157,7 +171,9 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
         drop(client);
     }
 
-    let (client, conn) = connect(Config::default(), cert, &fronts).await.unwrap();
+    let (client, conn) = connect(Config::default(), cert, &locals(fronts.len()), &fronts)
+        .await
+        .unwrap();
     let report = load(&conn, &page, &LoadOptions::default()).await.unwrap();
     assert_eq!(report.bytes, 3_042_000);
     assert!(report.per_path_bytes.values().all(|&b| b > 0), "{report:?}");
@@ -232,7 +248,7 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
         })
     });
     let (addr, cert, endpoint) = start_server(&page, config);
-    let (client, conn) = connect(Config::default(), cert, &[addr, addr])
+    let (client, conn) = connect(Config::default(), cert, &locals(2), &[addr, addr])
         .await
         .unwrap();
     let report = load(&conn, &page, &LoadOptions::default()).await.unwrap();

@@ -1,0 +1,161 @@
+//! Netns mode: the page server and the page client as processes in the namespace testbed's
+//! server and client namespaces, path k from `10.(k+1).0.1` to `10.(k+1).0.2` across the
+//! testbed's emulated link k (root).
+//!
+//! The program that calls [`load_netns`] provides both roles: it is started again with
+//! `--serve` in the server namespace and with `--direct` in the client namespace (see
+//! `examples/page_client.rs`), so one binary holds the whole measurement.
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mpquic_netns::topology::{self, Side, Topology};
+
+use crate::report::LoadReport;
+use crate::run::{RunConfig, RunError};
+
+/// The page server's UDP port in the server namespace.
+pub const SERVER_PORT: u16 = 4433;
+
+/// How long the server may take to write its certificate.
+const SERVER_START: Duration = Duration::from_secs(20);
+
+/// The server's addresses, one per path.
+pub fn server_addrs(paths: usize) -> Vec<SocketAddr> {
+    (0..paths)
+        .map(|k| SocketAddr::from((topology::server_addr(k), SERVER_PORT)))
+        .collect()
+}
+
+/// The client's addresses, one per path (any port).
+pub fn client_addrs(paths: usize) -> Vec<SocketAddr> {
+    (0..paths)
+        .map(|k| SocketAddr::from((topology::client_addr(k), 0)))
+        .collect()
+}
+
+/// Joins addresses with commas, as the command lines take them.
+pub fn join(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Kills and reaps a child when dropped, so no server outlives the measurement.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Brings the testbed up for `run`'s scenario, starts `exe --serve ... <serve_args>` in the
+/// server namespace, runs `exe --direct ... <client_args>` `reps` times in the client namespace
+/// and collects one JSON report per load from its output. Everything is torn down before it
+/// returns, also on error.
+///
+/// # Errors
+/// [`RunError::Connect`] when the testbed is unavailable (not root), the server does not come
+/// up, or a client run fails; [`RunError::Netns`] when the topology cannot be built.
+pub fn load_netns(
+    exe: &Path,
+    run: &RunConfig,
+    serve_args: &[String],
+    client_args: &[String],
+    reps: usize,
+) -> Result<Vec<LoadReport>, RunError> {
+    if let Some(reason) = topology::unavailable() {
+        return Err(RunError::Connect(format!(
+            "netns mode needs the namespace testbed: {reason}"
+        )));
+    }
+    let testbed = Topology::up(run.scenario)?;
+    let cert = std::env::temp_dir().join(format!("mpquic-netns-{}.der", std::process::id()));
+    let _ = std::fs::remove_file(&cert);
+    let servers = server_addrs(run.paths);
+    let mut server = testbed.exec(Side::Server, [exe.as_os_str()]);
+    server
+        .arg("--serve")
+        .arg(join(&servers))
+        .arg("--cert")
+        .arg(&cert)
+        .args(serve_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut server = Reaped(
+        server
+            .spawn()
+            .map_err(|e| RunError::Connect(format!("starting the server: {e}")))?,
+    );
+    let started = Instant::now();
+    while !cert.exists() {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = server.0.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            return Err(RunError::Connect(format!(
+                "the server exited ({status}): {}",
+                stderr.trim()
+            )));
+        }
+        if started.elapsed() > SERVER_START {
+            return Err(RunError::Connect(format!(
+                "the server wrote no certificate in {SERVER_START:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The certificate file appears before the endpoint is bound; give it a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut reports = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let output = client_command(&testbed, exe, run, &servers, &cert, client_args)
+            .output()
+            .map_err(|e| RunError::Connect(format!("starting the client: {e}")))?;
+        if !output.status.success() {
+            return Err(RunError::Connect(format!(
+                "the client failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        let line = text.lines().last().unwrap_or_default();
+        let report: LoadReport = serde_json::from_str(line)
+            .map_err(|e| RunError::Connect(format!("client output {line:?}: {e}")))?;
+        reports.push(report);
+    }
+    drop(server);
+    let _ = std::fs::remove_file(&cert);
+    testbed.down()?;
+    Ok(reports)
+}
+
+fn client_command(
+    testbed: &Topology,
+    exe: &Path,
+    run: &RunConfig,
+    servers: &[SocketAddr],
+    cert: &Path,
+    client_args: &[String],
+) -> Command {
+    let mut client = testbed.exec(Side::Client, [exe.as_os_str()]);
+    client
+        .arg("--direct")
+        .arg(join(servers))
+        .arg("--local")
+        .arg(join(&client_addrs(run.paths)))
+        .arg("--cert")
+        .arg(cert)
+        .args(client_args)
+        .stdin(Stdio::null());
+    client
+}
