@@ -46,12 +46,14 @@
 //! ```
 //!
 //! The [`sim`] module runs any scheduler over emulated paths and a page in virtual time.
+//! The [`meh`] module picks how many paths or subflows a page load opens (\[MEH\], Qian et al.).
 
 mod baseline;
 mod drift;
 mod error;
 mod kind;
 mod lrf;
+pub mod meh;
 mod paths;
 mod priority_bucket;
 mod round_robin;
