@@ -58,8 +58,13 @@ struct Args {
     #[arg(long, default_value = "loopback")]
     mode: String,
     /// Paths to use: the scenario's first N (default: all of them).
+    /// Paths to use: a number (the scenario's first ones) or `auto` (MEH's model picks from
+    /// the page size and the paths' configured RTT and rate).
     #[arg(long)]
-    paths: Option<usize>,
+    paths: Option<String>,
+    /// Congestion controller of every path at both ends: cubic, newreno, bbr or fld.
+    #[arg(long, default_value = "cubic")]
+    cc: String,
     /// Loads to make.
     #[arg(long, default_value_t = 1)]
     reps: usize,
@@ -96,7 +101,21 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let page = har::load(&file)?;
     let mut config = RunConfig::new(&args.scheduler, &args.scenario)?;
     config.mode = args.mode.parse::<Mode>()?;
-    config.paths = args.paths.unwrap_or(config.paths);
+    config.congestion = args.cc.parse()?;
+    config.paths = match args.paths.as_deref() {
+        None => config.paths,
+        Some("auto") => {
+            let plan = mpquic_replay::auto_paths(config.scenario, page.total_bytes())?;
+            eprintln!(
+                "page_client: MEH picks {} connection(s) for {} bytes: {} path(s)",
+                plan.connections,
+                page.total_bytes(),
+                plan.paths
+            );
+            plan.paths
+        }
+        Some(n) => n.parse().map_err(|e| format!("--paths {n:?}: {e}"))?,
+    };
     config.load.time_scale = args.time_scale;
     config.load.timeout = Duration::try_from_secs_f64(args.timeout)
         .map_err(|e| format!("--timeout {}: {e}", args.timeout))?;
@@ -132,6 +151,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             args.scenario.clone(),
             "--paths".to_owned(),
             config.paths.to_string(),
+            "--cc".to_owned(),
+            args.cc.clone(),
         ];
         let mut client = common.clone();
         client.extend([
@@ -180,7 +201,7 @@ fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::e
 async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let server = PageServer::new(std::slice::from_ref(page))?;
     let (cert, key) = self_signed()?;
-    let config = transport_config(&args.scheduler, args.serve.len())?;
+    let config = transport_config(&args.scheduler, args.serve.len(), &args.cc.parse()?)?;
     let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
     // Written only once the endpoint is bound: its presence means "ready".
     std::fs::write(&args.cert, cert.as_ref())

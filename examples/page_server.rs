@@ -41,6 +41,9 @@ struct Args {
     /// Sessions to serve before exiting (0: until killed).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
+    /// Congestion controller of every path: cubic, newreno, bbr or fld.
+    #[arg(long, default_value = "cubic")]
+    cc: String,
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -49,7 +52,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (cert, key) = self_signed()?;
     std::fs::write(&args.cert, cert.as_ref())
         .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
-    let config = transport_config(&args.scheduler, 8)?;
+    let config = transport_config(&args.scheduler, 8, &args.cc.parse()?)?;
     let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
     for page in &pages {
         println!(

@@ -62,7 +62,7 @@ pub use har::HarError;
 pub use page::{Discovery, Page, PageObject};
 pub use report::{LoadReport, ObjectReport, RepeatedReport, Spread};
 pub use run::{
-    connect, load_direct, load_page, load_page_blocking, load_remote, loopback_local, self_signed,
-    transport_config, Mode, RunConfig, RunError,
+    auto_paths, connect, load_direct, load_page, load_page_blocking, load_remote, loopback_local,
+    self_signed, transport_config, Mode, RunConfig, RunError,
 };
 pub use server::{PageServer, ServeError};

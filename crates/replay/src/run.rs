@@ -6,10 +6,11 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use mpquic_core::{Config, ConfigError, Connection, Endpoint, PathStatus};
+use mpquic_core::{Config, ConfigError, CongestionControl, Connection, Endpoint, PathStatus};
 use mpquic_netns::error::NetnsError;
 use mpquic_netns::loopback::relay_paths;
 use mpquic_netns::relay::Relay;
+use mpquic_sched::meh::{paths_for_page, MehError, MehModel, NetworkCondition, PagePlan};
 use mpquic_sched::sim::Scenario;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
@@ -113,6 +114,8 @@ pub struct RunConfig {
     pub mode: Mode,
     /// The longest a load may take, and how recorded times are paced.
     pub load: LoadOptions,
+    /// The congestion controller of both ends' paths.
+    pub congestion: CongestionControl,
 }
 
 impl RunConfig {
@@ -130,6 +133,7 @@ impl RunConfig {
             paths: scenario.paths.len(),
             mode: Mode::Loopback,
             load: LoadOptions::default(),
+            congestion: CongestionControl::Cubic,
         })
     }
 }
@@ -145,14 +149,35 @@ pub fn self_signed() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>)
     Ok((cert.cert.der().clone(), key.into()))
 }
 
-/// The transport configuration for `scheduler`.
+/// The transport configuration for `scheduler` and `congestion` over `paths` paths.
 ///
 /// # Errors
 /// [`RunError::Config`] for an unknown scheduler.
-pub fn transport_config(scheduler: &str, paths: usize) -> Result<Config, RunError> {
+pub fn transport_config(
+    scheduler: &str,
+    paths: usize,
+    congestion: &CongestionControl,
+) -> Result<Config, RunError> {
     let mut config = Config::default();
-    config.scheduler(scheduler)?.max_paths(paths.max(8))?;
+    config
+        .scheduler(scheduler)?
+        .max_paths(paths.clamp(8, mpquic_sched::MAX_PATHS))?
+        .congestion_control(congestion.clone());
     Ok(config)
+}
+
+/// How many of `scenario`'s paths MEH's model opens for a page of `page_size` bytes, from the
+/// paths' configured RTT and rate (what a mobile edge would know): [`mpquic_sched::meh`].
+///
+/// # Errors
+/// [`MehError`] for a zero page or degenerate paths.
+pub fn auto_paths(scenario: &Scenario, page_size: u64) -> Result<PagePlan, MehError> {
+    let conditions = scenario
+        .paths
+        .iter()
+        .map(|p| NetworkCondition::from_bits_per_sec(2 * p.one_way_delay, p.rate_bps as f64))
+        .collect::<Result<Vec<_>, _>>()?;
+    paths_for_page(&MehModel::default(), page_size, &conditions)
 }
 
 /// Path `k`'s local address on loopback, 127.0.0.(k+1) with any port.
@@ -224,7 +249,7 @@ fn check(run: &RunConfig) -> Result<(), RunError> {
 /// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
 pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
     check(run)?;
-    let config = transport_config(&run.scheduler, run.paths)?;
+    let config = transport_config(&run.scheduler, run.paths, &run.congestion)?;
     let (cert, key) = self_signed()?;
     let server_endpoint = Arc::new(Endpoint::server(
         &[loopback_local(0)],
@@ -282,7 +307,7 @@ pub async fn load_direct(
     remotes: &[SocketAddr],
     cert: CertificateDer<'static>,
 ) -> Result<LoadReport, RunError> {
-    let config = transport_config(&run.scheduler, run.paths)?;
+    let config = transport_config(&run.scheduler, run.paths, &run.congestion)?;
     let (endpoint, conn) =
         tokio::time::timeout(run.load.timeout, connect(config, cert, locals, remotes))
             .await
