@@ -20,6 +20,7 @@
 
 mod ci;
 mod demo;
+mod experiment;
 mod runs;
 mod sim;
 mod stats;
@@ -52,6 +53,9 @@ enum Command {
     /// Runs every scheduler over a page in the simulator, repeated over seeds, and prints FRT
     /// and PLT (mean ± sd) against lrf and the oracle lower bound.
     Sim(SimArgs),
+    /// The page-load matrix (schedulers x scenarios x pages, FLD and MEH rows) with the
+    /// oracle's bounds, a report and SVG charts under target/experiment/.
+    Experiment(experiment::ExperimentArgs),
     /// Runs the checks in order (fmt, clippy, doc, test) and stops at the first failure.
     Ci,
     /// The namespace testbed: `up`, `down`, `exec client|server -- CMD`, `check`.
@@ -69,13 +73,17 @@ enum Failure {
     Testbed(String),
     /// The demo could not load its page: exit code 1.
     Demo(String),
+    /// The experiment could not run or write its results: exit code 1.
+    Experiment(String),
 }
 
 impl Failure {
     fn exit_code(&self) -> ExitCode {
         match self {
             Self::Usage(_) => ExitCode::from(2),
-            Self::Ci(_) | Self::Testbed(_) | Self::Demo(_) => ExitCode::FAILURE,
+            Self::Ci(_) | Self::Testbed(_) | Self::Demo(_) | Self::Experiment(_) => {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -86,7 +94,8 @@ impl std::fmt::Display for Failure {
             Self::Usage(message)
             | Self::Ci(message)
             | Self::Testbed(message)
-            | Self::Demo(message) => f.write_str(message),
+            | Self::Demo(message)
+            | Self::Experiment(message) => f.write_str(message),
         }
     }
 }
@@ -96,6 +105,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Demo => demo::demo(),
         Command::Sim(args) => sim::sim(&args),
+        Command::Experiment(args) => experiment::experiment(&args),
         Command::Ci => ci::run().map_err(Failure::Ci),
         Command::Testbed(args) => match testbed::run(&args) {
             Ok(code) => return code,

@@ -1,0 +1,648 @@
+//! `cargo xtask experiment`: the page-load matrix (issue 6) with issue 7's FLD and MEH rows.
+//!
+//! Every (scenario, page, rep) loads the page once with every selected scheduler, the
+//! schedulers taking turns so that drift in the machine's load spreads over all of them, plus
+//! the extra rows: single-path mpquic on the scenario's first path (every scenario), and in
+//! `lte` and `pb-high` priority-bucket and lrf with `--cc fld` and with `--paths auto` (MEH).
+//! Each load is one run of the `page_client` example (`--mode netns` when root and the testbed
+//! is available, else `--mode loopback`), bounded by a timeout; each run appends one JSON line
+//! to `raw.jsonl` under the output directory (default `target/experiment/`), and a run that is
+//! already there (same scenario, page, scheduler, cc, paths, rep, mode and time scale) is
+//! skipped, so a killed experiment continues where it stopped. At the end (also when every
+//! run was already done) it writes `summary.md`, `report.md` and SVG charts from every
+//! matching record, with the simulator's oracle bound per scenario and page.
+
+mod pages;
+mod plot;
+mod raw;
+mod report;
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use mpquic_replay::LoadReport;
+use mpquic_sched::sim::Scenario;
+use mpquic_sched::SchedulerKind;
+
+use crate::Failure;
+pub use raw::Record;
+
+/// The issue's eight presets, plus `lte` (LTE and 3G paths) for issue 7's rows.
+pub const DEFAULT_SCENARIOS: &[&str] = &[
+    "pb-low",
+    "pb-low-lossy",
+    "pb-high",
+    "pb-high-lossy",
+    "sec-low",
+    "sec-low-lossy",
+    "sec-high",
+    "sec-high-lossy",
+    "lte",
+];
+/// The quick run's scenarios.
+pub const QUICK_SCENARIOS: &[&str] = &["pb-high", "pb-low"];
+/// Where the FLD and MEH rows are measured (issue 7: lte, 3g and pb-high; the `lte` preset's
+/// two paths are [FLD]'s LTE and 3G links, there is no separate 3G preset).
+pub const EXTRA_SCENARIOS: &[&str] = &["lte", "pb-high"];
+/// The schedulers the FLD and MEH rows run with (those of them that are selected).
+pub const EXTRA_SCHEDULERS: &[SchedulerKind] = &[SchedulerKind::PriorityBucket, SchedulerKind::Lrf];
+/// The papers' repetitions.
+pub const DEFAULT_REPS: usize = 10;
+/// The quick run's repetitions.
+pub const QUICK_REPS: usize = 2;
+/// Time a run may take beyond the load's own timeout (building the testbed, starting up).
+const SETUP_SLACK: Duration = Duration::from_secs(60);
+
+/// The options of `cargo xtask experiment`.
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// 2 reps, pb-high and pb-low, bing-2013 and youtube-2013, all schedulers (each can still
+    /// be overridden by the options below).
+    #[arg(long)]
+    quick: bool,
+    /// Scenario presets, comma-separated (default: the eight pb-* and sec-* presets and lte).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    scenarios: Vec<String>,
+    /// Schedulers, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    schedulers: Vec<String>,
+    /// Pages: bing-2013, youtube-2013, bing.com-2024, google.com-2021, wikipedia.org, any name
+    /// of pages/NAME.har, or the path of a HAR file or of a directory of them.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pages: Vec<String>,
+    /// Loads per (scenario, page, row) (default 10; --quick 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    reps: Option<u32>,
+    /// netns (root, the namespace testbed) or loopback (relays on 127.0.0.x, no root);
+    /// default: netns when it is available.
+    #[arg(long)]
+    mode: Option<String>,
+    /// page_client's --time-scale: 0 requests every sub-resource when its initiator (or the
+    /// document) has arrived, as the papers do; 1 keeps the recorded gaps.
+    #[arg(long, default_value_t = 0.0)]
+    time_scale: f64,
+    /// Seconds one page load may take (the run gets another minute for its setup).
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Only the schedulers' rows: no single-path, FLD or MEH rows.
+    #[arg(long)]
+    no_extras: bool,
+    /// Output directory (default: target/experiment).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// One row of a table: a scheduler with a congestion controller and a path count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// Scheduler name.
+    pub scheduler: String,
+    /// Congestion controller.
+    pub cc: String,
+    /// `all`, `1` or `auto`.
+    pub paths: String,
+    /// What the row is for.
+    pub kind: VariantKind,
+}
+
+/// What a row is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VariantKind {
+    /// A scheduler over every path with cubic.
+    Main,
+    /// The scenario's first path alone.
+    SinglePath,
+    /// FLD instead of cubic.
+    Fld,
+    /// MEH's path count.
+    Meh,
+}
+
+impl Variant {
+    fn main(kind: SchedulerKind) -> Self {
+        Self {
+            scheduler: kind.name().to_owned(),
+            cc: "cubic".to_owned(),
+            paths: "all".to_owned(),
+            kind: VariantKind::Main,
+        }
+    }
+
+    /// The row's label in the tables.
+    pub fn label(&self) -> String {
+        match self.kind {
+            VariantKind::Main => self.scheduler.clone(),
+            VariantKind::SinglePath => format!("path 1 alone ({})", self.scheduler),
+            VariantKind::Fld => format!("{} + fld", self.scheduler),
+            VariantKind::Meh => format!("{}, paths auto (MEH)", self.scheduler),
+        }
+    }
+
+    fn matches(&self, r: &raw::RunId) -> bool {
+        r.scheduler == self.scheduler && r.cc == self.cc && r.paths == self.paths
+    }
+}
+
+/// The rows of one scenario.
+pub fn variants(scenario: &str, schedulers: &[SchedulerKind], extras: bool) -> Vec<Variant> {
+    let mut rows: Vec<Variant> = schedulers.iter().copied().map(Variant::main).collect();
+    if !extras {
+        return rows;
+    }
+    // One path: every scheduler sends everything on it; lrf (mp-quic's default) if selected.
+    if let Some(&single) = schedulers
+        .iter()
+        .find(|k| **k == SchedulerKind::Lrf)
+        .or_else(|| schedulers.first())
+    {
+        rows.push(Variant {
+            paths: "1".to_owned(),
+            kind: VariantKind::SinglePath,
+            ..Variant::main(single)
+        });
+    }
+    if EXTRA_SCENARIOS.contains(&scenario) {
+        let extra: Vec<SchedulerKind> = EXTRA_SCHEDULERS
+            .iter()
+            .copied()
+            .filter(|k| schedulers.contains(k))
+            .collect();
+        for &k in &extra {
+            rows.push(Variant {
+                cc: "fld".to_owned(),
+                kind: VariantKind::Fld,
+                ..Variant::main(k)
+            });
+        }
+        for &k in &extra {
+            rows.push(Variant {
+                paths: "auto".to_owned(),
+                kind: VariantKind::Meh,
+                ..Variant::main(k)
+            });
+        }
+    }
+    rows
+}
+
+/// The resolved matrix.
+pub struct Plan {
+    /// Scenarios in order.
+    pub scenarios: Vec<&'static Scenario>,
+    /// Pages in order.
+    pub pages: Vec<pages::PageRef>,
+    /// Schedulers in order.
+    pub schedulers: Vec<SchedulerKind>,
+    /// Repetitions.
+    pub reps: usize,
+    /// `netns` or `loopback`.
+    pub mode: String,
+    /// Why this mode (for the report).
+    pub mode_note: String,
+    /// page_client's time scale.
+    pub time_scale: f64,
+    /// Seconds per load.
+    pub timeout: f64,
+    /// Whether the extra rows run.
+    pub extras: bool,
+    /// Output directory.
+    pub out: PathBuf,
+    /// The command line, for the report.
+    pub command: String,
+}
+
+impl Plan {
+    /// The rows of `scenario`.
+    pub fn variants(&self, scenario: &str) -> Vec<Variant> {
+        variants(scenario, &self.schedulers, self.extras)
+    }
+
+    /// Whether `r` belongs to this matrix (same mode and time scale, a selected cell).
+    pub fn selects(&self, r: &Record) -> bool {
+        let r = &r.id;
+        r.mode == self.mode
+            && r.time_scale.to_bits() == self.time_scale.to_bits()
+            && r.rep < self.reps
+            && self.pages.iter().any(|p| p.label == r.page)
+            && self.scenarios.iter().any(|s| s.name == r.scenario)
+            && self.variants(&r.scenario).iter().any(|v| v.matches(r))
+    }
+}
+
+/// One run to make.
+struct Job<'a> {
+    scenario: &'static Scenario,
+    page: &'a pages::PageRef,
+    variant: Variant,
+    rep: usize,
+}
+
+impl Job<'_> {
+    fn id(&self, plan: &Plan) -> raw::RunId {
+        raw::RunId {
+            scenario: self.scenario.name.to_owned(),
+            page: self.page.label.clone(),
+            scheduler: self.variant.scheduler.clone(),
+            cc: self.variant.cc.clone(),
+            paths: self.variant.paths.clone(),
+            rep: self.rep,
+            mode: plan.mode.clone(),
+            time_scale: plan.time_scale,
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} {} {} rep {}",
+            self.scenario.name,
+            self.page.label,
+            self.variant.label(),
+            self.rep + 1
+        )
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask).to_path_buf()
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
+}
+
+/// The command line as a user would type it.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("cargo xtask {}", args.join(" "))
+}
+
+fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
+    let root = workspace_root();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| target_dir(&root).join("experiment"));
+    let scenario_names: Vec<String> = if !args.scenarios.is_empty() {
+        args.scenarios.clone()
+    } else if args.quick {
+        QUICK_SCENARIOS.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        DEFAULT_SCENARIOS.iter().map(|s| (*s).to_owned()).collect()
+    };
+    let mut scenarios: Vec<&'static Scenario> = Vec::new();
+    for name in &scenario_names {
+        let s = Scenario::by_name(name).map_err(|e| Failure::Usage(e.to_string()))?;
+        if !scenarios.iter().any(|x| x.name == s.name) {
+            scenarios.push(s);
+        }
+    }
+    let mut schedulers: Vec<SchedulerKind> = Vec::new();
+    if args.schedulers.is_empty() {
+        schedulers.extend(SchedulerKind::ALL);
+    } else {
+        for name in &args.schedulers {
+            let k: SchedulerKind = name
+                .parse()
+                .map_err(|e| Failure::Usage(format!("--schedulers {name}: {e}")))?;
+            if !schedulers.contains(&k) {
+                schedulers.push(k);
+            }
+        }
+    }
+    if scenarios.is_empty() || schedulers.is_empty() {
+        return Err(Failure::Usage(
+            "no scenarios or no schedulers selected".to_owned(),
+        ));
+    }
+    let page_specs: Vec<String> = if !args.pages.is_empty() {
+        args.pages.clone()
+    } else if args.quick {
+        pages::QUICK.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        pages::DEFAULT.iter().map(|s| (*s).to_owned()).collect()
+    };
+    let reps = args
+        .reps
+        .map_or(if args.quick { QUICK_REPS } else { DEFAULT_REPS }, |r| {
+            r as usize
+        });
+    let unavailable = mpquic_netns::topology::unavailable();
+    let (mode, mode_note) = match args.mode.as_deref() {
+        Some("netns") => match unavailable {
+            None => ("netns", "netns (asked for)".to_owned()),
+            Some(reason) => {
+                return Err(Failure::Usage(format!(
+                    "--mode netns: the testbed is unavailable: {reason}"
+                )))
+            }
+        },
+        Some("loopback") => ("loopback", "loopback (asked for)".to_owned()),
+        Some(other) => {
+            return Err(Failure::Usage(format!(
+                "--mode {other:?}: netns or loopback"
+            )))
+        }
+        None => match unavailable {
+            None => (
+                "netns",
+                "netns (the default: root and the namespace testbed are available)".to_owned(),
+            ),
+            Some(reason) => (
+                "loopback",
+                format!(
+                    "loopback (the default here: the namespace testbed is unavailable: {reason})"
+                ),
+            ),
+        },
+    };
+    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+        return Err(Failure::Usage(format!(
+            "--time-scale {}: must be a finite number >= 0",
+            args.time_scale
+        )));
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(Failure::Usage(format!(
+            "--timeout {}: must be between 0 and 3600 seconds",
+            args.timeout
+        )));
+    }
+    // Last: resolving bing-2013 writes its HAR.
+    let pages = pages::resolve(&page_specs, &root, &out.join("pages"))?;
+    Ok(Plan {
+        scenarios,
+        pages,
+        schedulers,
+        reps,
+        mode: mode.to_owned(),
+        mode_note,
+        time_scale: args.time_scale,
+        timeout: args.timeout,
+        extras: !args.no_extras,
+        out,
+        command: command_line(),
+    })
+}
+
+/// Builds the page client and returns its path.
+fn build_page_client(root: &Path) -> Result<PathBuf, Failure> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("experiment: cargo build --release --example page_client");
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--example", "page_client"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| Failure::Experiment(format!("cannot run cargo: {e}")))?;
+    if !status.success() {
+        return Err(Failure::Experiment(format!(
+            "cargo build --release --example page_client failed ({status})"
+        )));
+    }
+    let bin = target_dir(root)
+        .join("release")
+        .join("examples")
+        .join("page_client");
+    if !bin.is_file() {
+        return Err(Failure::Experiment(format!("{} is missing", bin.display())));
+    }
+    Ok(bin)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Reads a pipe to its end on a thread.
+fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut pipe) = pipe {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+        text
+    })
+}
+
+/// After killing a netns-mode page client: stop what it started in its namespaces (its page
+/// server and client) and delete the namespaces it left (named after its pid).
+fn clean_up_after(pid: u32) {
+    let Ok(names) = mpquic_netns::topology::namespaces() else {
+        return;
+    };
+    for ns in names
+        .iter()
+        .filter(|n| mpquic_netns::topology::namespace_owner(n) == Some(pid))
+    {
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
+            for p in String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+    let _ = mpquic_netns::topology::remove_stale_namespaces();
+}
+
+/// Runs one load and returns its record.
+fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
+    let started_unix = unix_now();
+    let started = Instant::now();
+    let mut record = Record {
+        id: job.id(plan),
+        started_unix,
+        wall_s: 0.0,
+        error: None,
+        report: None,
+    };
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(root)
+        .arg("--mode")
+        .arg(&plan.mode)
+        .args(["--reps", "1", "--har"])
+        .arg(&job.page.har)
+        .args(["--scheduler", &job.variant.scheduler])
+        .args(["--scenario", job.scenario.name])
+        .args(["--cc", &job.variant.cc])
+        .args(["--time-scale", &plan.time_scale.to_string()])
+        .args(["--timeout", &plan.timeout.to_string()]);
+    if job.variant.paths != "all" {
+        cmd.args(["--paths", &job.variant.paths]);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            record.error = Some(format!("cannot start {}: {e}", bin.display()));
+            return record;
+        }
+    };
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let limit = Duration::from_secs_f64(plan.timeout) + SETUP_SLACK;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                if plan.mode == "netns" {
+                    clean_up_after(child.id());
+                }
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                record.error = Some(format!("waiting for page_client: {e}"));
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    record.wall_s = started.elapsed().as_secs_f64();
+    let Some(status) = status else {
+        if record.error.is_none() {
+            record.error = Some(format!(
+                "timeout: killed after {:.0} s",
+                limit.as_secs_f64()
+            ));
+        }
+        return record;
+    };
+    let out = stdout.join().unwrap_or_default();
+    let err = stderr.join().unwrap_or_default();
+    if !status.success() {
+        let last = err.lines().last().unwrap_or_default().trim();
+        record.error = Some(format!("page_client failed ({status}): {last}"));
+        return record;
+    }
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_default();
+    match serde_json::from_str::<LoadReport>(line) {
+        Ok(report) => record.report = Some(report),
+        Err(e) => record.error = Some(format!("unreadable page_client output: {e}")),
+    }
+    record
+}
+
+/// Runs the command.
+pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
+    let started = Instant::now();
+    let plan = plan(args)?;
+    std::fs::create_dir_all(&plan.out)
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", plan.out.display())))?;
+    let raw_file = plan.out.join("raw.jsonl");
+    let (records, bad) = raw::read(&raw_file).map_err(Failure::Experiment)?;
+    if bad > 0 {
+        eprintln!(
+            "experiment: {bad} unreadable line(s) in {} skipped",
+            raw_file.display()
+        );
+    }
+    let done = raw::done(&records);
+    let mut jobs = Vec::new();
+    let mut total = 0usize;
+    for &scenario in &plan.scenarios {
+        let rows = plan.variants(scenario.name);
+        for page in &plan.pages {
+            for rep in 0..plan.reps {
+                for variant in &rows {
+                    total += 1;
+                    let job = Job {
+                        scenario,
+                        page,
+                        variant: variant.clone(),
+                        rep,
+                    };
+                    if !done.contains(&job.id(&plan).key()) {
+                        jobs.push(job);
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "experiment: {} scenario(s) x {} page(s) x {} rep(s): {total} runs, {} already in {}, {} to go; mode {}",
+        plan.scenarios.len(),
+        plan.pages.len(),
+        plan.reps,
+        total - jobs.len(),
+        raw_file.display(),
+        jobs.len(),
+        plan.mode_note
+    );
+    let root = workspace_root();
+    if !jobs.is_empty() {
+        let bin = build_page_client(&root)?;
+        let bar = ProgressBar::new(jobs.len() as u64);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} ETA {eta_precise} {msg}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        let log_lines = bar.is_hidden() || !std::io::stderr().is_terminal();
+        let mut failed = 0usize;
+        for (i, job) in jobs.iter().enumerate() {
+            bar.set_message(job.describe());
+            let record = run_job(&bin, &root, &plan, job);
+            raw::append(&raw_file, &record).map_err(Failure::Experiment)?;
+            let outcome = match (&record.report, &record.error) {
+                (Some(r), _) => format!("FRT {:.1} ms, PLT {:.1} ms", r.frt_ms, r.plt_ms),
+                (None, Some(e)) => {
+                    failed += 1;
+                    format!("failed: {e}")
+                }
+                (None, None) => "no report".to_owned(),
+            };
+            bar.inc(1);
+            if log_lines {
+                let eta = bar.eta().as_secs();
+                eprintln!(
+                    "[{}/{}] {}: {outcome} ({:.1} s; ETA {}m{:02}s)",
+                    i + 1,
+                    jobs.len(),
+                    job.describe(),
+                    record.wall_s,
+                    eta / 60,
+                    eta % 60
+                );
+            } else if record.report.is_none() {
+                bar.println(format!("{}: {outcome}", job.describe()));
+            }
+        }
+        bar.finish_and_clear();
+        eprintln!(
+            "experiment: {} run(s) in {:.1} s, {failed} failed",
+            jobs.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let (records, _) = raw::read(&raw_file).map_err(Failure::Experiment)?;
+    let selected: Vec<Record> = records.into_iter().filter(|r| plan.selects(r)).collect();
+    let written = report::write(&plan, &selected, started.elapsed())?;
+    print!("{}", written.summary);
+    for file in &written.files {
+        println!("wrote {}", file.display());
+    }
+    Ok(())
+}

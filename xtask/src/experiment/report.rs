@@ -1,0 +1,605 @@
+//! `summary.md` (the tables), `report.md` (the tables with the setup, the FLD and MEH rows,
+//! where PriorityBucket stands, the bulk results if `bulk.md` exists, and the charts), and the
+//! SVG charts, from the records of one matrix.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mpquic_sched::sim::{oracle, SimConfig, BASELINE};
+
+use super::{plot, Plan, Record, Variant, VariantKind};
+use crate::stats::{reduction_percent, Summary};
+use crate::table::{reduction, summary_cell};
+use crate::Failure;
+
+/// What [`write`] produced.
+pub struct Written {
+    /// The summary's text (also in summary.md).
+    pub summary: String,
+    /// Every file written.
+    pub files: Vec<PathBuf>,
+}
+
+/// One row's measurements in one (scenario, page).
+#[derive(Debug, Clone, Default)]
+pub struct Cell {
+    /// FRT of every successful load, ms.
+    pub frt: Vec<f64>,
+    /// PLT of every successful load, ms.
+    pub plt: Vec<f64>,
+    /// Path counts the loads used.
+    pub paths: Vec<usize>,
+    /// Every object's completion time over every load, ms.
+    pub completions: Vec<f64>,
+    /// Failed loads.
+    pub failed: usize,
+    /// The first failure.
+    pub first_error: Option<String>,
+}
+
+impl Cell {
+    fn of(records: &[Record], scenario: &str, page: &str, v: &Variant) -> Self {
+        let mut cell = Self::default();
+        for r in records
+            .iter()
+            .filter(|r| r.id.scenario == scenario && r.id.page == page && v.matches(&r.id))
+        {
+            match &r.report {
+                Some(report) => {
+                    cell.frt.push(report.frt_ms);
+                    cell.plt.push(report.plt_ms);
+                    cell.paths.push(report.paths);
+                    cell.completions
+                        .extend(report.objects.iter().map(|o| o.completed_ms));
+                }
+                None => {
+                    cell.failed += 1;
+                    if cell.first_error.is_none() {
+                        cell.first_error.clone_from(&r.error);
+                    }
+                }
+            }
+        }
+        cell
+    }
+
+    /// FRT mean and sd.
+    pub fn frt(&self) -> Option<Summary> {
+        Summary::of(&self.frt)
+    }
+
+    /// PLT mean and sd.
+    pub fn plt(&self) -> Option<Summary> {
+        Summary::of(&self.plt)
+    }
+
+    fn paths_text(&self) -> String {
+        let mut p = self.paths.clone();
+        p.sort_unstable();
+        p.dedup();
+        if p.is_empty() {
+            return "-".to_owned();
+        }
+        p.iter().map(usize::to_string).collect::<Vec<_>>().join("/")
+    }
+
+    fn runs_text(&self) -> String {
+        match self.failed {
+            0 => self.frt.len().to_string(),
+            f => format!("{} ({f} failed)", self.frt.len()),
+        }
+    }
+}
+
+/// The measurements of one (scenario, page).
+pub struct Block {
+    /// The scenario.
+    pub scenario: &'static mpquic_sched::sim::Scenario,
+    /// The page label.
+    pub page: String,
+    /// Rows in order.
+    pub rows: Vec<(Variant, Cell)>,
+    /// The oracle's FRT and PLT bounds, ms.
+    pub oracle: Option<(Option<f64>, f64)>,
+}
+
+impl Block {
+    fn cell(&self, pred: impl Fn(&Variant) -> bool) -> Option<&Cell> {
+        self.rows.iter().find(|(v, _)| pred(v)).map(|(_, c)| c)
+    }
+
+    fn main(&self, scheduler: &str) -> Option<&Cell> {
+        self.cell(|v| v.kind == VariantKind::Main && v.scheduler == scheduler)
+    }
+
+    fn baseline(&self) -> (Option<f64>, Option<f64>) {
+        let base = self.main(BASELINE.name());
+        (
+            base.and_then(Cell::frt).map(|s| s.mean),
+            base.and_then(Cell::plt).map(|s| s.mean),
+        )
+    }
+}
+
+/// Every block of the plan, in order.
+pub fn blocks(plan: &Plan, records: &[Record]) -> Vec<Block> {
+    let mut out = Vec::new();
+    for &scenario in &plan.scenarios {
+        let config = SimConfig::from_scenario(scenario);
+        for page in &plan.pages {
+            let rows = plan
+                .variants(scenario.name)
+                .into_iter()
+                .map(|v| {
+                    let cell = Cell::of(records, scenario.name, &page.label, &v);
+                    (v, cell)
+                })
+                .collect();
+            let oracle = oracle(&config, &page.sim_page(plan.time_scale))
+                .ok()
+                .map(|b| {
+                    (
+                        b.frt.map(|d| d.as_secs_f64() * 1e3),
+                        b.plt.as_secs_f64() * 1e3,
+                    )
+                });
+            out.push(Block {
+                scenario,
+                page: page.label.clone(),
+                rows,
+                oracle,
+            });
+        }
+    }
+    out
+}
+
+/// The table module's "mean ± sd" cell without its column padding.
+fn trimmed(s: Option<Summary>) -> String {
+    summary_cell(s)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The table of one block, in Markdown.
+pub fn block_table(block: &Block) -> String {
+    let (base_frt, base_plt) = block.baseline();
+    let mut out = String::new();
+    let _ = writeln!(out, "### {} / {}\n", block.scenario.name, block.page);
+    let _ = writeln!(out, "{block_scenario}\n", block_scenario = block.scenario);
+    let _ = writeln!(
+        out,
+        "| row | loads | FRT ms (mean ± sd) | FRT vs lrf | PLT ms (mean ± sd) | PLT vs lrf | paths |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    for (v, c) in &block.rows {
+        let frt = c.frt();
+        let plt = c.plt();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            v.label(),
+            c.runs_text(),
+            trimmed(frt),
+            reduction(frt.map(|s| s.mean), base_frt),
+            trimmed(plt),
+            reduction(plt.map(|s| s.mean), base_plt),
+            c.paths_text()
+        );
+    }
+    if let Some((frt, plt)) = block.oracle {
+        let _ = writeln!(
+            out,
+            "| *oracle: the simulator's lower bound, not a measurement* | - | {} | {} | {:.1} | {} | {} |",
+            frt.map_or_else(|| "-".to_owned(), |f| format!("{f:.1}")),
+            reduction(frt, base_frt),
+            plt,
+            reduction(Some(plt), base_plt),
+            block.scenario.paths.len()
+        );
+    }
+    let failures: Vec<String> = block
+        .rows
+        .iter()
+        .filter_map(|(v, c)| {
+            c.first_error
+                .as_ref()
+                .map(|e| format!("- {}: {} failed; first: {e}", v.label(), c.failed))
+        })
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "\nFailures:\n{}", failures.join("\n"));
+    }
+    out
+}
+
+fn pct(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}%"))
+}
+
+/// A change of `new` against `old` in percent, positive when `new` is lower (faster).
+fn change(new: Option<Summary>, old: Option<Summary>) -> Option<f64> {
+    reduction_percent(new?.mean, old?.mean)
+}
+
+/// Where priority-bucket stands against the other schedulers and the oracle.
+fn priority_bucket_section(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| scenario / page | PB FRT | best other (FRT) | PB vs best | PB vs worst | PB / oracle FRT | PB PLT | best other (PLT) | PB vs best | PB vs worst | PB / oracle PLT |"
+    );
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    let mut any = false;
+    for b in blocks {
+        let Some(pb) = b.main("priority-bucket") else {
+            continue;
+        };
+        let others: Vec<(&str, &Cell)> = b
+            .rows
+            .iter()
+            .filter(|(v, _)| {
+                v.kind == VariantKind::Main
+                    && v.scheduler != "priority-bucket"
+                    && v.scheduler != "priority-bucket-paper"
+            })
+            .map(|(v, c)| (v.scheduler.as_str(), c))
+            .collect();
+        let side = |metric: fn(&Cell) -> Option<Summary>, bound: Option<f64>| -> [String; 5] {
+            let pb_s = metric(pb);
+            let mut means: Vec<(&str, f64)> = others
+                .iter()
+                .filter_map(|(n, c)| metric(c).map(|s| (*n, s.mean)))
+                .collect();
+            means.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let best = means.first();
+            let worst = means.last();
+            [
+                pb_s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean)),
+                best.map_or_else(|| "-".to_owned(), |(n, m)| format!("{n} {m:.1}")),
+                pct(best.and_then(|(_, m)| reduction_percent(pb_s?.mean, *m))),
+                pct(worst.and_then(|(_, m)| reduction_percent(pb_s?.mean, *m))),
+                match (pb_s, bound) {
+                    (Some(s), Some(o)) if o > 0.0 => format!("{:.2}x", s.mean / o),
+                    _ => "-".to_owned(),
+                },
+            ]
+        };
+        let f = side(Cell::frt, b.oracle.and_then(|o| o.0));
+        let p = side(Cell::plt, b.oracle.map(|o| o.1));
+        any = true;
+        let _ = writeln!(
+            out,
+            "| {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            b.scenario.name, b.page, f[0], f[1], f[2], f[3], f[4], p[0], p[1], p[2], p[3], p[4]
+        );
+    }
+    if any {
+        out
+    } else {
+        "priority-bucket was not in this matrix.\n".to_owned()
+    }
+}
+
+/// FLD against cubic and MEH's path count against all paths, per scheduler.
+fn extras_section(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| scenario / page | scheduler | FRT cubic | FRT fld | fld vs cubic | PLT cubic | PLT fld | fld vs cubic | MEH paths | FRT auto | auto vs all | PLT auto | auto vs all |"
+    );
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut any = false;
+    for b in blocks {
+        for (v, _) in b.rows.iter().filter(|(v, _)| v.kind == VariantKind::Fld) {
+            let Some(cubic) = b.main(&v.scheduler) else {
+                continue;
+            };
+            let fld = b.cell(|x| x.kind == VariantKind::Fld && x.scheduler == v.scheduler);
+            let auto = b.cell(|x| x.kind == VariantKind::Meh && x.scheduler == v.scheduler);
+            let mean =
+                |s: Option<Summary>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean));
+            any = true;
+            let _ = writeln!(
+                out,
+                "| {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                b.scenario.name,
+                b.page,
+                v.scheduler,
+                mean(cubic.frt()),
+                mean(fld.and_then(Cell::frt)),
+                pct(change(fld.and_then(Cell::frt), cubic.frt())),
+                mean(cubic.plt()),
+                mean(fld.and_then(Cell::plt)),
+                pct(change(fld.and_then(Cell::plt), cubic.plt())),
+                auto.map_or_else(|| "-".to_owned(), Cell::paths_text),
+                mean(auto.and_then(Cell::frt)),
+                pct(change(auto.and_then(Cell::frt), cubic.frt())),
+                mean(auto.and_then(Cell::plt)),
+                pct(change(auto.and_then(Cell::plt), cubic.plt())),
+            );
+        }
+    }
+    if any {
+        let _ = writeln!(
+            out,
+            "\nPositive is faster than the same scheduler with cubic on all paths. MEH paths: the path counts `--paths auto` used."
+        );
+        out
+    } else {
+        "No FLD or MEH rows in this matrix (they run in lte and pb-high, with priority-bucket and lrf).\n".to_owned()
+    }
+}
+
+/// `YYYY-MM-DD HH:MM UTC` for a Unix time (Howard Hinnant's civil-from-days).
+pub fn utc(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        (secs % 3600) / 60
+    )
+}
+
+/// The machine, for the report.
+pub fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned());
+    format!("{cores} cores ({cpu}), Linux {kernel}")
+}
+
+fn file_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes summary.md, report.md and the charts.
+pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Written, Failure> {
+    let io = |p: &std::path::Path, e: std::io::Error| {
+        Failure::Experiment(format!("{}: {e}", p.display()))
+    };
+    let blocks = blocks(plan, records);
+    let mut files = Vec::new();
+
+    // Charts: per page, FRT and PLT bars per scheduler per scenario; per block, a CDF.
+    let mut charts: Vec<(String, String)> = Vec::new();
+    let schedulers: Vec<String> = plan
+        .schedulers
+        .iter()
+        .map(|k| k.name().to_owned())
+        .collect();
+    for page in &plan.pages {
+        let page_blocks: Vec<&Block> = blocks.iter().filter(|b| b.page == page.label).collect();
+        let groups: Vec<String> = page_blocks
+            .iter()
+            .map(|b| b.scenario.name.to_owned())
+            .collect();
+        let values = |metric: fn(&Cell) -> Option<Summary>| -> Vec<Vec<Option<(f64, f64)>>> {
+            page_blocks
+                .iter()
+                .map(|b| {
+                    schedulers
+                        .iter()
+                        .map(|s| b.main(s).and_then(metric).map(|m| (m.mean, m.sd)))
+                        .collect()
+                })
+                .collect()
+        };
+        let name = format!("bars-{}.svg", file_name(&page.label));
+        let file = plan.out.join(&name);
+        plot::bars(
+            &file,
+            &page.label,
+            &groups,
+            &schedulers,
+            &[
+                ("FRT (ms)", values(Cell::frt)),
+                ("PLT (ms)", values(Cell::plt)),
+            ],
+        )
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", file.display())))?;
+        files.push(file);
+        charts.push((
+            format!(
+                "FRT and PLT per scheduler per scenario, {} (mean ± sd)",
+                page.label
+            ),
+            name,
+        ));
+    }
+    for b in &blocks {
+        let series: Vec<(String, Vec<f64>)> = b
+            .rows
+            .iter()
+            .filter(|(v, _)| v.kind == VariantKind::Main)
+            .map(|(v, c)| (v.scheduler.clone(), c.completions.clone()))
+            .collect();
+        if series.iter().all(|(_, s)| s.is_empty()) {
+            continue;
+        }
+        let name = format!(
+            "cdf-{}-{}.svg",
+            file_name(b.scenario.name),
+            file_name(&b.page)
+        );
+        let file = plan.out.join(&name);
+        plot::cdf(
+            &file,
+            &format!("stream completion times, {} / {}", b.scenario.name, b.page),
+            &series,
+        )
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", file.display())))?;
+        files.push(file);
+        charts.push((
+            format!(
+                "CDF of stream completion times, {} / {}",
+                b.scenario.name, b.page
+            ),
+            name,
+        ));
+    }
+
+    let loads = records.iter().filter(|r| r.report.is_some()).count();
+    let failed = records.len() - loads;
+    let run_seconds: f64 = records.iter().map(|r| r.wall_s).sum();
+    // First start to last end over the records, whichever invocations made them.
+    let first = records.iter().map(|r| r.started_unix).min();
+    let last = records
+        .iter()
+        .map(|r| r.started_unix as f64 + r.wall_s)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let span = match (first, last) {
+        (Some(f), Some(l)) => format!(
+            "; the runs span {:.0} s of wall-clock time, from {}",
+            (l - f as f64).max(0.0),
+            utc(f)
+        ),
+        _ => String::new(),
+    };
+    let mut summary = String::new();
+    let _ = writeln!(
+        summary,
+        "# Experiment summary\n\nmode {}, {} rep(s), time scale {}, {loads} loads ({failed} failed) in raw.jsonl for this matrix.\n",
+        plan.mode, plan.reps, plan.time_scale
+    );
+    for b in &blocks {
+        let _ = writeln!(summary, "{}", block_table(b));
+    }
+
+    let mut report = String::new();
+    let now = super::unix_now();
+    let _ = writeln!(report, "# Page-load experiment\n");
+    let _ = writeln!(report, "- Date: {}", utc(now));
+    let _ = writeln!(report, "- Machine: {}", machine());
+    let _ = writeln!(report, "- Command: `{}`", plan.command);
+    let _ = writeln!(report, "- Mode: {}", plan.mode_note);
+    let _ = writeln!(
+        report,
+        "- Matrix: scenarios {}; schedulers {}; {} rep(s) per row; page_client `--time-scale {}` (0: every sub-resource is requested when its initiator, or the document, has arrived, as in [PB]); `--timeout {}` s per load",
+        plan.scenarios.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        plan.schedulers.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+        plan.reps,
+        plan.time_scale,
+        plan.timeout
+    );
+    let _ = writeln!(
+        report,
+        "- Loads: {loads} measured, {failed} failed, {run_seconds:.0} s of page_client runs in total{span}; this invocation took {:.0} s (runs already in raw.jsonl are not repeated, so a resumed or regenerated report took less).",
+        elapsed.as_secs_f64()
+    );
+    let _ = writeln!(report, "\n## Pages\n");
+    let _ = writeln!(report, "| name | file | content |\n|---|---|---|");
+    for p in &plan.pages {
+        let _ = writeln!(report, "| {} | {} | {} |", p.label, p.origin, p.describe());
+    }
+    let _ = writeln!(
+        report,
+        "\n## How to read the tables\n\n\
+         - FRT: the page request to the last byte of the last critical object (document, CSS, blocking JS); PLT: to the last byte of the last object. Mean ± sample sd over the loads, ms.\n\
+         - vs lrf: (lrf − x) / lrf of the means; positive is faster than lrf (mp-quic's default).\n\
+         - Every row is real HTTP/3 over mpquic (quinn paths) through emulated links, one page_client process per load; the schedulers of one (scenario, page, rep) run back to back, so drift in the machine's load hits them alike.\n\
+         - path 1 alone: mpquic on the scenario's first path only (`--paths 1`; with lrf, or the first selected scheduler without it; one path leaves a scheduler nothing to choose). The second path alone is not measured: page_client has no option to pick a path other than the first ones.\n\
+         - `+ fld`: `--cc fld` (Moktan et al.'s flow-length dependent controller) at both ends instead of cubic. `paths auto (MEH)`: `--paths auto`, MEH's model picks the path count from the page size and the paths' configured RTT and rate.\n\
+         - *oracle*: `mpquic_sched::sim::oracle`, the simulator's fluid lower bound (no slow start, loss or queueing; every path's full rate from the first byte). It is computed, not measured: no transport could do better, and no scheduler is expected to reach it.\n"
+    );
+    let _ = writeln!(
+        report,
+        "## Where PriorityBucket stands\n\n\
+         [PB]'s headline: up to 34% lower FRT and 35% lower PLT than the other schedulers in high heterogeneity (pb-high). Here, priority-bucket's mean against the best and the worst of the other schedulers (lrf, sa-ecf, wrr, sec, round-robin; priority-bucket-paper is its own variant), and how far it is from the oracle (PB's mean / the bound):\n"
+    );
+    let _ = writeln!(report, "{}", priority_bucket_section(&blocks));
+    let _ = writeln!(
+        report,
+        "## FLD and MEH (issue 7)\n\nIn lte ([FLD]'s LTE and 3G links as the two paths) and pb-high:\n"
+    );
+    let _ = writeln!(report, "{}", extras_section(&blocks));
+    let _ = writeln!(report, "## Tables\n");
+    for b in &blocks {
+        let _ = writeln!(report, "{}", block_table(b));
+    }
+    let bulk = plan.out.join("bulk.md");
+    match std::fs::read_to_string(&bulk) {
+        Ok(text) => {
+            let _ = writeln!(
+                report,
+                "## Bulk aggregation (from `cargo xtask peers bulk`, {})\n\n{}\n",
+                bulk.display(),
+                text.trim()
+            );
+        }
+        Err(_) => {
+            let _ = writeln!(
+                report,
+                "## Bulk aggregation\n\nNot in this report: {} does not exist (`cargo xtask peers bulk` writes it).\n",
+                bulk.display()
+            );
+        }
+    }
+    let _ = writeln!(report, "## Charts\n");
+    for (title, name) in &charts {
+        let _ = writeln!(report, "### {title}\n\n![{title}]({name})\n");
+    }
+    let _ = writeln!(
+        report,
+        "## Caveats\n\n\
+         - {} shares its cores with whatever else runs on the machine; the emulated links run in software on the same cores, so CPU contention adds delay and noise that the papers' testbeds did not have.\n\
+         - With few reps the sd is a rough figure; differences smaller than the sd are not evidence of anything.\n",
+        machine()
+    );
+
+    let summary_file = plan.out.join("summary.md");
+    std::fs::write(&summary_file, &summary).map_err(|e| io(&summary_file, e))?;
+    let report_file = plan.out.join("report.md");
+    std::fs::write(&report_file, &report).map_err(|e| io(&report_file, e))?;
+    files.insert(0, report_file);
+    files.insert(0, summary_file);
+    Ok(Written { summary, files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc(1_795_312_800 + 76_800), "2026-11-22 23:20 UTC");
+    }
+
+    #[test]
+    fn file_names_are_safe() {
+        assert_eq!(file_name("pb-high/x y.har"), "pb-high_x_y.har");
+    }
+}

@@ -1,0 +1,100 @@
+//! `cargo xtask experiment` end to end on the smallest matrix: one scenario, the smallest page,
+//! two schedulers, one rep, loopback (no root). It builds and runs the page client like the
+//! real command, then checks raw.jsonl, the summary, the report and an SVG, and that a second
+//! invocation resumes (runs nothing again). No timing assertions.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn experiment(out: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "experiment",
+            "--scenarios",
+            "pb-low",
+            "--schedulers",
+            "lrf,priority-bucket",
+            "--pages",
+            "bing-2013",
+            "--reps",
+            "1",
+            "--mode",
+            "loopback",
+            "--out",
+        ])
+        .arg(out)
+        .output()
+        .expect("run xtask")
+}
+
+#[test]
+fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
+    let out =
+        Scratch(std::env::temp_dir().join(format!("mq-experiment-test-{}", std::process::id())));
+    let first = experiment(&out.0);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+
+    let raw = std::fs::read_to_string(out.0.join("raw.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = raw
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // lrf, priority-bucket, and the single-path row.
+    assert_eq!(lines.len(), 3, "{raw}");
+    for line in &lines {
+        assert_eq!(line["scenario"], "pb-low");
+        assert_eq!(line["page"], "bing-2013");
+        assert_eq!(line["mode"], "loopback");
+        assert!(line["report"]["plt_ms"].as_f64().unwrap() > 0.0, "{line}");
+    }
+    assert!(lines.iter().any(|l| l["paths"] == "1"));
+
+    let summary = std::fs::read_to_string(out.0.join("summary.md")).unwrap();
+    assert!(summary.contains("### pb-low / bing-2013"), "{summary}");
+    assert!(summary.contains("| priority-bucket | 1 |"), "{summary}");
+    assert!(summary.contains("oracle"), "{summary}");
+    let report = std::fs::read_to_string(out.0.join("report.md")).unwrap();
+    assert!(
+        report.contains("- Command: `cargo xtask experiment"),
+        "{report}"
+    );
+    let svg = std::fs::read_to_string(out.0.join("bars-bing-2013.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert!(out.0.join("cdf-pb-low-bing-2013.svg").is_file());
+
+    let second = experiment(&out.0);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    assert!(stderr.contains("3 already in"), "{stderr}");
+    let raw_again = std::fs::read_to_string(out.0.join("raw.jsonl")).unwrap();
+    assert_eq!(raw_again, raw);
+}
+
+#[test]
+fn bad_input_is_a_usage_error_not_a_panic() {
+    for args in [
+        &["experiment", "--scenarios", "nowhere"][..],
+        &["experiment", "--schedulers", "fastest"],
+        &["experiment", "--pages", "/no/such/page.har"],
+        &["experiment", "--mode", "carrier-pigeon"],
+        &["experiment", "--time-scale", "NaN"],
+        &["experiment", "--reps", "0"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(args)
+            .output()
+            .expect("run xtask");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
