@@ -209,6 +209,8 @@ pub struct Plan {
     pub timeout: f64,
     /// Whether the extra rows run.
     pub extras: bool,
+    /// Time a run may take beyond `timeout` before it is killed.
+    pub setup_slack: Duration,
     /// Output directory.
     pub out: PathBuf,
     /// The command line, for the report.
@@ -384,6 +386,7 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
         time_scale: args.time_scale,
         timeout: args.timeout,
         extras: !args.no_extras,
+        setup_slack: SETUP_SLACK,
         out,
         command: command_line(),
     })
@@ -495,7 +498,7 @@ fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
     };
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
-    let limit = Duration::from_secs_f64(plan.timeout) + SETUP_SLACK;
+    let limit = Duration::from_secs_f64(plan.timeout) + plan.setup_slack;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -645,4 +648,81 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         println!("wrote {}", file.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let file = dir.join(name);
+        std::fs::write(&file, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        file
+    }
+
+    #[test]
+    fn a_hung_failed_or_garbled_page_client_is_a_failed_record() {
+        let dir = std::env::temp_dir().join(format!("mq-exp-job-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = workspace_root();
+        let pages = pages::resolve(&["bing-2013".to_owned()], &root, &dir).unwrap();
+        let plan = Plan {
+            scenarios: vec![Scenario::by_name("pb-low").unwrap()],
+            pages,
+            schedulers: vec![SchedulerKind::Lrf],
+            reps: 1,
+            mode: "loopback".to_owned(),
+            mode_note: String::new(),
+            time_scale: 0.0,
+            timeout: 0.2,
+            extras: false,
+            setup_slack: Duration::ZERO,
+            out: dir.clone(),
+            command: String::new(),
+        };
+        let job = Job {
+            scenario: plan.scenarios[0],
+            page: &plan.pages[0],
+            variant: Variant::main(SchedulerKind::Lrf),
+            rep: 0,
+        };
+        let hung = script(&dir, "hung", "exec sleep 30");
+        let failing = script(&dir, "failing", "echo 'page_client: no route' >&2; exit 1");
+        let garbled = script(&dir, "garbled", "echo '{not json'");
+        let started = Instant::now();
+        let r = run_job(&hung, &root, &plan, &job);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        assert!(r.error.as_deref().unwrap().starts_with("timeout"), "{r:?}");
+        let r = run_job(&failing, &root, &plan, &job);
+        assert!(r.error.as_deref().unwrap().contains("no route"), "{r:?}");
+        let r = run_job(&garbled, &root, &plan, &job);
+        assert!(r.error.as_deref().unwrap().contains("unreadable"), "{r:?}");
+        let r = run_job(&dir.join("missing"), &root, &plan, &job);
+        assert!(
+            r.error.as_deref().unwrap().starts_with("cannot start"),
+            "{r:?}"
+        );
+        assert!(r.report.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn extra_rows_only_where_issue_7_asks() {
+        let all = SchedulerKind::ALL.to_vec();
+        let high = variants("pb-high", &all, true);
+        let low = variants("pb-low", &all, true);
+        assert_eq!(low.len(), all.len() + 1);
+        assert_eq!(high.len(), all.len() + 5);
+        assert!(high.iter().any(|v| v.cc == "fld" && v.scheduler == "lrf"));
+        assert!(high
+            .iter()
+            .any(|v| v.paths == "auto" && v.scheduler == "priority-bucket"));
+        assert_eq!(variants("lte", &[SchedulerKind::Sec], false).len(), 1);
+        // Without lrf, the single-path row takes the first scheduler.
+        let single = variants("sec-low", &[SchedulerKind::Sec], true);
+        assert_eq!(single[1].label(), "path 1 alone (sec)");
+    }
 }
