@@ -21,6 +21,7 @@
 mod ci;
 mod demo;
 mod experiment;
+mod peers;
 mod runs;
 mod sim;
 mod stats;
@@ -60,6 +61,8 @@ enum Command {
     Ci,
     /// The namespace testbed: `up`, `down`, `exec client|server -- CMD`, `check`.
     Testbed(TestbedArgs),
+    /// Bulk aggregation on the namespace testbed: mpquic against tquic, noq, quinn and MPTCP.
+    Peers(peers::PeersArgs),
 }
 
 /// A failure, with the exit code it maps to.
@@ -107,6 +110,10 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::sim(&args),
         Command::Experiment(args) => experiment::experiment(&args),
         Command::Ci => ci::run().map_err(Failure::Ci),
+        Command::Peers(args) => match peers::run(&args) {
+            Ok(code) => return code,
+            Err(failure) => Err(failure),
+        },
         Command::Testbed(args) => match testbed::run(&args) {
             Ok(code) => return code,
             Err(failure) => Err(failure),

@@ -60,7 +60,7 @@ static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// every thread spawned after it (call this before any), and a thread of their own takes them
 /// with `sigwait`: no handler runs in signal context. Children started with
 /// `std::process::Command` get an empty mask again, so Ctrl-C still reaches them.
-fn catch_signals() -> Result<(), Failure> {
+pub(crate) fn catch_signals() -> Result<(), Failure> {
     let mut set = SigSet::empty();
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         set.add(signal);
@@ -81,7 +81,7 @@ fn catch_signals() -> Result<(), Failure> {
 }
 
 /// The signal that asked this process to stop, once one came.
-fn stop_signal() -> Option<i32> {
+pub(crate) fn stop_signal() -> Option<i32> {
     match STOP_SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         signal => Some(signal),
@@ -90,7 +90,7 @@ fn stop_signal() -> Option<i32> {
 
 /// The exit code of a command stopped by `signal` (after its teardown): 128 + its number, as a
 /// shell reports a process killed by it.
-fn interrupted(signal: i32) -> ExitCode {
+pub(crate) fn interrupted(signal: i32) -> ExitCode {
     ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX))
 }
 

@@ -1,0 +1,479 @@
+//! The bulk harnesses for plain quinn, noq and Linux MPTCP: `cargo xtask peers harness
+//! quinn-server|quinn-client|noq-server|noq-client|mptcp-server|mptcp-client` (hidden; `peers
+//! bulk` starts them inside the testbed's namespaces).
+//!
+//! The same exchange as `examples/bulk.rs`: the client opens one bidirectional stream, writes
+//! `--size` bytes of deterministic pseudo-random data and finishes it; the server hashes what
+//! arrives and answers with the sha256; the client compares it with its own and prints one
+//! JSON line `{"bytes", "seconds", "goodput_mbps", "sha256_match", "paths"}`, timed from
+//! opening the stream to the digest's arrival. The server writes its self-signed certificate
+//! (DER) to `--cert` before it prints `listening on ADDR`; the client trusts only that.
+//!
+//! - quinn 0.11, one connection from `--local` to `--remote`.
+//! - noq (draft-ietf-quic-multipath-21): the client's endpoint binds `0.0.0.0:0`, connects to
+//!   the first `--remote` and opens one more path to each further one with
+//!   `Connection::open_path` (status available); noq decides how the stream's bytes go over
+//!   them. Both ends allow as many concurrent paths as there are remotes.
+//! - Linux MPTCP: plain blocking sockets opened with `IPPROTO_MPTCP` (socket2), optionally
+//!   with `TCP_CONGESTION`; the kernel's path manager adds the subflows from the client
+//!   namespace's `subflow` endpoints. No certificate; timed from the established connection
+//!   to the digest.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand, ValueEnum};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Bytes per write and per read.
+const BLOCK: usize = 64 * 1024;
+/// How long a server waits for the client to close after answering.
+const LINGER: Duration = Duration::from_secs(5);
+
+/// The options of the hidden `peers harness` command.
+#[derive(Debug, Args)]
+pub struct HarnessArgs {
+    #[command(subcommand)]
+    role: Role,
+}
+
+/// Congestion controllers the harnesses offer (noq has BBRv3 where quinn has BBR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Cc {
+    /// CUBIC (both crates' default).
+    Cubic,
+    /// NewReno.
+    Newreno,
+    /// quinn's BBR, noq's BBRv3.
+    Bbr,
+}
+
+#[derive(Debug, Subcommand)]
+enum Role {
+    /// A plain quinn server for one transfer.
+    QuinnServer {
+        #[arg(long)]
+        listen: SocketAddr,
+        #[arg(long)]
+        cert: PathBuf,
+        #[arg(long, value_enum, default_value = "cubic")]
+        cc: Cc,
+    },
+    /// A plain quinn client: one connection, one stream.
+    QuinnClient {
+        #[arg(long)]
+        local: SocketAddr,
+        #[arg(long)]
+        remote: SocketAddr,
+        #[arg(long)]
+        cert: PathBuf,
+        #[arg(long)]
+        size: u64,
+        #[arg(long, value_enum, default_value = "cubic")]
+        cc: Cc,
+    },
+    /// A noq server for one transfer, multipath enabled.
+    NoqServer {
+        #[arg(long)]
+        listen: SocketAddr,
+        #[arg(long)]
+        cert: PathBuf,
+        #[arg(long, value_enum, default_value = "cubic")]
+        cc: Cc,
+        /// Concurrent paths it accepts.
+        #[arg(long, default_value_t = 2)]
+        paths: u32,
+    },
+    /// A Linux MPTCP server (IPPROTO_MPTCP) for one transfer.
+    MptcpServer {
+        #[arg(long)]
+        listen: SocketAddr,
+        /// TCP congestion control (TCP_CONGESTION); the system default if not given.
+        #[arg(long)]
+        cc: Option<String>,
+    },
+    /// A Linux MPTCP client: one connection, the kernel adds the subflows.
+    MptcpClient {
+        #[arg(long)]
+        remote: SocketAddr,
+        #[arg(long)]
+        size: u64,
+        #[arg(long)]
+        cc: Option<String>,
+    },
+    /// A noq client: a path to every remote, one stream.
+    NoqClient {
+        /// The server's addresses, comma-separated: the first is connected to, one path is
+        /// opened to each further one.
+        #[arg(long, value_delimiter = ',', required = true)]
+        remote: Vec<SocketAddr>,
+        #[arg(long)]
+        cert: PathBuf,
+        #[arg(long)]
+        size: u64,
+        #[arg(long, value_enum, default_value = "cubic")]
+        cc: Cc,
+    },
+}
+
+/// Runs a harness role to its end.
+pub fn run(args: &HarnessArgs) -> Result<(), String> {
+    match &args.role {
+        Role::MptcpServer { listen, cc } => {
+            return mptcp_server(*listen, cc.as_deref()).map_err(|e| e.to_string())
+        }
+        Role::MptcpClient { remote, size, cc } => {
+            return mptcp_client(*remote, *size, cc.as_deref()).map_err(|e| e.to_string())
+        }
+        _ => {}
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start tokio: {e}"))?;
+    runtime
+        .block_on(role(&args.role))
+        .map_err(|e| e.to_string())
+}
+
+async fn role(role: &Role) -> Result<(), BoxError> {
+    match role {
+        Role::QuinnServer { listen, cert, cc } => quinn_server(*listen, cert, *cc).await,
+        Role::QuinnClient {
+            local,
+            remote,
+            cert,
+            size,
+            cc,
+        } => quinn_client(*local, *remote, cert, *size, *cc).await,
+        Role::NoqServer {
+            listen,
+            cert,
+            cc,
+            paths,
+        } => noq_server(*listen, cert, *cc, *paths).await,
+        Role::NoqClient {
+            remote,
+            cert,
+            size,
+            cc,
+        } => noq_client(remote, cert, *size, *cc).await,
+        Role::MptcpServer { .. } | Role::MptcpClient { .. } => {
+            Err("the MPTCP harness is not async".into())
+        }
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift64 words), block by block.
+pub struct Payload {
+    state: u64,
+    remaining: u64,
+}
+
+impl Payload {
+    fn new(len: u64) -> Self {
+        Self {
+            state: 0x2545_F491_4F6C_DD1D,
+            remaining: len,
+        }
+    }
+
+    fn fill(&mut self, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
+        let n = self.remaining.min(BLOCK as u64) as usize;
+        while buf.len() < n {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            buf.extend_from_slice(&self.state.to_le_bytes());
+        }
+        buf.truncate(n);
+        self.remaining -= n as u64;
+        n > 0
+    }
+
+    /// All `len` bytes at once (tquic serves them from a file).
+    pub fn bytes(len: u64) -> Vec<u8> {
+        let mut payload = Self::new(len);
+        let mut all = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        let mut buf = Vec::with_capacity(BLOCK);
+        while payload.fill(&mut buf) {
+            all.extend_from_slice(&buf);
+        }
+        all
+    }
+
+    fn sha256(len: u64) -> [u8; 32] {
+        let mut payload = Self::new(len);
+        let mut hasher = Sha256::new();
+        let mut buf = Vec::with_capacity(BLOCK);
+        while payload.fill(&mut buf) {
+            hasher.update(&buf);
+        }
+        hasher.finalize().into()
+    }
+}
+
+/// Client side: sends the payload, returns the time to the digest and whether it matched.
+async fn send_and_check<W, R>(send: &mut W, recv: &mut R, size: u64) -> Result<f64, BoxError>
+where
+    W: AsyncWrite + Unpin,
+    R: AsyncRead + Unpin,
+{
+    let expected = Payload::sha256(size);
+    let start = Instant::now();
+    let mut payload = Payload::new(size);
+    let mut buf = Vec::with_capacity(BLOCK);
+    while payload.fill(&mut buf) {
+        send.write_all(&buf).await?;
+    }
+    send.shutdown().await?;
+    let mut digest = Vec::with_capacity(32);
+    recv.take(64).read_to_end(&mut digest).await?;
+    report(size, start, &digest, &expected)
+}
+
+/// Prints the client's JSON line; the time, or an error if the digests differ.
+fn report(size: u64, start: Instant, digest: &[u8], expected: &[u8; 32]) -> Result<f64, BoxError> {
+    let seconds = start.elapsed().as_secs_f64();
+    let matched = digest == expected;
+    println!(
+        "{}",
+        json!({
+            "bytes": size,
+            "seconds": seconds,
+            "goodput_mbps": size as f64 * 8.0 / seconds.max(1e-9) / 1e6,
+            "sha256_match": matched,
+        })
+    );
+    if matched {
+        Ok(seconds)
+    } else {
+        Err("sha256 mismatch".into())
+    }
+}
+
+/// Server side: hashes the stream and answers the digest.
+async fn hash_and_answer<R, W>(recv: &mut R, send: &mut W) -> Result<(), BoxError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; BLOCK];
+    loop {
+        let n = recv.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
+    send.write_all(&digest).await?;
+    send.shutdown().await?;
+    Ok(())
+}
+
+/// A fresh self-signed certificate for `localhost`, written to `path` (DER).
+fn certificate(
+    path: &PathBuf,
+) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), BoxError> {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
+    let key = PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
+    let der = cert.cert.der().clone();
+    std::fs::write(path, der.as_ref()).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok((der, key.into()))
+}
+
+fn roots(path: &PathBuf) -> Result<Arc<rustls::RootCertStore>, BoxError> {
+    let der = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from(der))?;
+    Ok(Arc::new(roots))
+}
+
+fn listening(addr: SocketAddr) {
+    use std::io::Write as _;
+    println!("listening on {addr}");
+    let _ = std::io::stdout().flush();
+}
+
+fn quinn_transport(cc: Cc) -> Arc<quinn::TransportConfig> {
+    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+    let mut transport = quinn::TransportConfig::default();
+    match cc {
+        Cc::Cubic => transport.congestion_controller_factory(Arc::new(CubicConfig::default())),
+        Cc::Newreno => transport.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
+        Cc::Bbr => transport.congestion_controller_factory(Arc::new(BbrConfig::default())),
+    };
+    Arc::new(transport)
+}
+
+/// A server's whole life after its config: bind, say so, serve one stream, linger. quinn and
+/// noq have the same API under different names, hence a macro rather than a generic function.
+macro_rules! serve_one {
+    ($crate_name:ident, $config:expr, $listen:expr) => {{
+        let endpoint = $crate_name::Endpoint::server($config, $listen)?;
+        listening(endpoint.local_addr()?);
+        let incoming = endpoint.accept().await.ok_or("endpoint closed")?;
+        let conn = incoming.await?;
+        let (mut send, mut recv) = conn.accept_bi().await?;
+        hash_and_answer(&mut recv, &mut send).await?;
+        let _ = tokio::time::timeout(LINGER, conn.closed()).await;
+        Ok(())
+    }};
+}
+
+/// A client's one transfer on the connected `conn`, then the close.
+macro_rules! send_one {
+    ($endpoint:expr, $conn:expr, $size:expr) => {{
+        let (mut send, mut recv) = $conn.open_bi().await?;
+        let outcome = send_and_check(&mut send, &mut recv, $size).await;
+        $conn.close(0u32.into(), b"done");
+        let _ = tokio::time::timeout(Duration::from_secs(2), $endpoint.wait_idle()).await;
+        outcome.map(|_| ())
+    }};
+}
+
+async fn quinn_server(listen: SocketAddr, cert: &PathBuf, cc: Cc) -> Result<(), BoxError> {
+    let (der, key) = certificate(cert)?;
+    let mut config = quinn::ServerConfig::with_single_cert(vec![der], key)?;
+    config.transport_config(quinn_transport(cc));
+    serve_one!(quinn, config, listen)
+}
+
+async fn quinn_client(
+    local: SocketAddr,
+    remote: SocketAddr,
+    cert: &PathBuf,
+    size: u64,
+    cc: Cc,
+) -> Result<(), BoxError> {
+    let mut config = quinn::ClientConfig::with_root_certificates(roots(cert)?)?;
+    config.transport_config(quinn_transport(cc));
+    let mut endpoint = quinn::Endpoint::client(local)?;
+    endpoint.set_default_client_config(config);
+    let conn = endpoint.connect(remote, "localhost")?.await?;
+    send_one!(endpoint, conn, size)
+}
+
+fn noq_transport(cc: Cc, paths: u32) -> Arc<noq::TransportConfig> {
+    use noq::congestion::{Bbr3Config, CubicConfig, NewRenoConfig};
+    let mut transport = noq::TransportConfig::default();
+    transport.max_concurrent_multipath_paths(paths.max(1));
+    match cc {
+        Cc::Cubic => transport.congestion_controller_factory(Arc::new(CubicConfig::default())),
+        Cc::Newreno => transport.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
+        Cc::Bbr => transport.congestion_controller_factory(Arc::new(Bbr3Config::default())),
+    };
+    Arc::new(transport)
+}
+
+async fn noq_server(
+    listen: SocketAddr,
+    cert: &PathBuf,
+    cc: Cc,
+    paths: u32,
+) -> Result<(), BoxError> {
+    let (der, key) = certificate(cert)?;
+    let mut config = noq::ServerConfig::with_single_cert(vec![der], key)?;
+    config.transport_config(noq_transport(cc, paths));
+    serve_one!(noq, config, listen)
+}
+
+async fn noq_client(
+    remotes: &[SocketAddr],
+    cert: &PathBuf,
+    size: u64,
+    cc: Cc,
+) -> Result<(), BoxError> {
+    let paths = u32::try_from(remotes.len()).unwrap_or(u32::MAX);
+    let mut config = noq::ClientConfig::with_root_certificates(roots(cert)?)?;
+    config.transport_config(noq_transport(cc, paths));
+    let endpoint = noq::Endpoint::client(SocketAddr::from(([0, 0, 0, 0], 0)))?;
+    endpoint.set_default_client_config(config);
+    let first = *remotes.first().ok_or("no remote address")?;
+    let conn = endpoint.connect(first, "localhost")?.await?;
+    if remotes.len() > 1 && !conn.is_multipath_enabled() {
+        return Err("noq: multipath was not negotiated".into());
+    }
+    for remote in &remotes[1..] {
+        // The server may not have issued connection ids for a new path yet: retry briefly.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let tuple = noq::FourTuple::from_remote(*remote);
+            match conn.open_path(tuple, noq::PathStatus::Available).await {
+                Ok(_) => break,
+                Err(noq::PathError::RemoteCidsExhausted) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(format!("noq: opening a path to {remote}: {e}").into()),
+            }
+        }
+    }
+    send_one!(endpoint, conn, size)
+}
+
+fn mptcp_socket(cc: Option<&str>) -> Result<socket2::Socket, BoxError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP))
+        .map_err(|e| format!("cannot open an MPTCP socket (is net.mptcp.enabled 1?): {e}"))?;
+    if let Some(cc) = cc {
+        socket
+            .set_tcp_congestion(cc.as_bytes())
+            .map_err(|e| format!("TCP_CONGESTION {cc}: {e}"))?;
+    }
+    Ok(socket)
+}
+
+fn mptcp_server(listen: SocketAddr, cc: Option<&str>) -> Result<(), BoxError> {
+    use std::io::{Read, Write};
+    let socket = mptcp_socket(cc)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&listen.into())?;
+    socket.listen(1)?;
+    listening(listen);
+    let (conn, _) = socket.accept()?;
+    let mut stream: std::net::TcpStream = conn.into();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; BLOCK];
+    loop {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
+    stream.write_all(&digest)?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    // Until the client has read it and closed.
+    stream.set_read_timeout(Some(LINGER))?;
+    let _ = stream.read(&mut buf);
+    Ok(())
+}
+
+fn mptcp_client(remote: SocketAddr, size: u64, cc: Option<&str>) -> Result<(), BoxError> {
+    use std::io::{Read, Write};
+    let expected = Payload::sha256(size);
+    let socket = mptcp_socket(cc)?;
+    socket.connect(&remote.into())?;
+    let mut stream: std::net::TcpStream = socket.into();
+    let start = Instant::now();
+    let mut payload = Payload::new(size);
+    let mut buf = Vec::with_capacity(BLOCK);
+    while payload.fill(&mut buf) {
+        stream.write_all(&buf)?;
+    }
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut digest = Vec::with_capacity(32);
+    (&mut stream).take(64).read_to_end(&mut digest)?;
+    report(size, start, &digest, &expected).map(|_| ())
+}
