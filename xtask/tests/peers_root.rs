@@ -1,0 +1,134 @@
+//! `cargo xtask peers bulk` end to end (needs root): one mpquic and one Linux MPTCP transfer of a
+//! few MB over pb-low's two emulated 25 Mbit/s paths, through the command's own code, must
+//! complete, check out, use both paths and reach a sane goodput (more than half of the 50 Mbit/s
+//! sum; a sanity bound, not a benchmark). It uses the dev-profile binaries `cargo test` has
+//! built (`examples/bulk` of the facade package next to this xtask). Without root or network
+//! namespaces, or without that example, it says so on stderr and passes (and without MPTCP in
+//! the kernel it says so and runs mpquic alone).
+
+// The skip notice is for the person reading the test output.
+#![allow(clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use mpquic_netns::topology::{namespaces, unavailable};
+
+const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+
+/// The output directory, removed whatever happens.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn mpquic_and_mptcp_aggregate_pb_low() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: needs root and network namespaces ({why})");
+        return;
+    }
+    let bulk = Path::new(XTASK)
+        .parent()
+        .map(|d| d.join("examples").join("bulk"))
+        .unwrap_or_default();
+    if !bulk.is_file() {
+        eprintln!(
+            "skipped: {} is missing (`cargo test --workspace` or `cargo build -p mpquic \
+             --example bulk` builds it)",
+            bulk.display()
+        );
+        return;
+    }
+    // MPTCP needs a kernel with it compiled in and switched on (net.mptcp.enabled = 1).
+    let mptcp =
+        std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|v| v.trim() == "1");
+    if !mptcp {
+        eprintln!("MPTCP part skipped: /proc/sys/net/mptcp/enabled is missing or not 1");
+    }
+    let peers = if mptcp { "mpquic,mptcp" } else { "mpquic" };
+    let out = Scratch(std::env::temp_dir().join(format!("mq-peers-test-{}", std::process::id())));
+    let child = Command::new(XTASK)
+        .args([
+            "peers",
+            "bulk",
+            "--scenarios",
+            "pb-low",
+            "--size",
+            "4MB",
+            "--reps",
+            "1",
+            "--peers",
+            peers,
+            "--schedulers",
+            "priority-bucket",
+            "--defaults-only",
+            "--profile",
+            "dev",
+            "--out",
+        ])
+        .arg(&out.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cargo xtask peers bulk");
+    let pid = child.id();
+    let output = child
+        .wait_with_output()
+        .expect("run cargo xtask peers bulk");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "peers bulk failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.contains("| mpquic | priority-bucket, cubic (default) | 1/1 |"),
+        "{stdout}"
+    );
+
+    let jsonl = std::fs::read_to_string(out.0.join("bulk.jsonl")).expect("bulk.jsonl");
+    let records: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let expected: Vec<&str> = peers.split(',').collect();
+    assert_eq!(records.len(), expected.len(), "{jsonl}");
+    for r in &records {
+        let peer = r["peer"].as_str().unwrap_or_default();
+        assert!(r["ok"].as_bool().unwrap_or(false), "{peer}: {r}");
+        let fraction = r["fraction"].as_f64().unwrap_or(0.0);
+        assert!(
+            fraction > 0.5,
+            "{peer} reached {fraction} of 50 Mbit/s: {r}"
+        );
+        // Both emulated paths carried a real share of the payload.
+        let forwarded: Vec<u64> = r["forwarded_bytes"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+            .unwrap_or_default();
+        assert_eq!(forwarded.len(), 2, "{r}");
+        assert!(
+            forwarded.iter().all(|&b| b > 500_000),
+            "{peer}: {forwarded:?}"
+        );
+    }
+    let ran: Vec<&str> = records.iter().filter_map(|r| r["peer"].as_str()).collect();
+    assert_eq!(ran, expected);
+
+    // The testbed is gone: no namespace of that xtask process is left.
+    let prefix = format!("mq{pid}x");
+    let left: Vec<String> = namespaces()
+        .expect("ip netns list")
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    for ns in &left {
+        let _ = Command::new("ip").args(["netns", "del", ns]).output();
+    }
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
