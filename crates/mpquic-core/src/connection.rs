@@ -8,9 +8,11 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future as _;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use mpquic_sched::{PathId, PathStatus, StreamId, Urgency};
@@ -173,9 +175,13 @@ impl Shared {
                 last_estimate_event: None,
                 generation: 0,
                 idle_with_room: false,
+                writer_blocked: false,
             };
             state.paths.insert(id, entry);
-            let snapshot = telemetry.snapshot(id, status);
+            let snapshot = state
+                .paths
+                .get(&id)
+                .map_or_else(|| telemetry.snapshot(id, status), |p| p.snapshot(id));
             if let Err(e) = state.scheduler.on_path_added(Instant::now(), &snapshot) {
                 tracing::warn!(path = id.0, %e, "scheduler refused the path");
             }
@@ -672,15 +678,40 @@ async fn send_loop(
             }
             Step::Send(batch) => {
                 telemetry.data_written(Instant::now());
-                for work in batch {
-                    if let Err(e) = write_work(&conn, &mut streams, work).await {
-                        tracing::debug!(%e, "path write failed");
-                        return;
+                let mut write = pin!(write_batch(&conn, &mut streams, batch));
+                // Most writes only copy into quinn's buffer; one that has to wait means the
+                // buffer is full, which the scheduler must know (see `set_writer_blocked`).
+                let first_try =
+                    std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+                let result = match first_try {
+                    Poll::Ready(result) => result,
+                    Poll::Pending => {
+                        shared.lock().set_writer_blocked(path, true, Instant::now());
+                        let result = write.await;
+                        shared
+                            .lock()
+                            .set_writer_blocked(path, false, Instant::now());
+                        result
                     }
+                };
+                if let Err(e) = result {
+                    tracing::debug!(%e, "path write failed");
+                    return;
                 }
             }
         }
     }
+}
+
+async fn write_batch(
+    conn: &quinn::Connection,
+    streams: &mut HashMap<u64, quinn::SendStream>,
+    batch: Vec<crate::state::ChunkWork>,
+) -> Result<(), String> {
+    for work in batch {
+        write_work(conn, streams, work).await?;
+    }
+    Ok(())
 }
 
 async fn write_work(

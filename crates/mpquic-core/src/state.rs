@@ -12,7 +12,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
+use mpquic_sched::{PathId, PathSnapshot, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
 use tokio::sync::{broadcast, Notify};
 
 use crate::config::Config;
@@ -225,6 +225,21 @@ pub(crate) struct PathEntry {
     /// The sender last found window room and nothing to send: a change of the scheduler's
     /// plans on another path (PriorityBucket re-allocating) must wake it.
     pub(crate) idle_with_room: bool,
+    /// The sender waits in a quinn write: quinn's buffer for this path is full, so the path
+    /// has no room whatever its congestion window says (bytes waiting in quinn's buffer are
+    /// not yet in flight).
+    pub(crate) writer_blocked: bool,
+}
+
+impl PathEntry {
+    /// What the scheduler sees of this path.
+    pub(crate) fn snapshot(&self, id: PathId) -> PathSnapshot {
+        let mut snapshot = self.telemetry.snapshot(id, self.status);
+        if self.writer_blocked {
+            snapshot.bytes_in_flight = snapshot.bytes_in_flight.max(snapshot.cwnd);
+        }
+        snapshot
+    }
 }
 
 /// The chunks one grant turned into.
@@ -1028,7 +1043,7 @@ impl State {
             return;
         }
         entry.status = status;
-        let snapshot = entry.telemetry.snapshot(path, status);
+        let snapshot = entry.snapshot(path);
         let _ = self.scheduler.on_path_updated(now, &snapshot);
         let _ = self.events.send(PathEvent::Status { path, status });
         self.wake_paths();
@@ -1184,6 +1199,27 @@ impl State {
         self.wake_paths();
     }
 
+    /// The path's sender started or stopped waiting in a quinn write: tell the scheduler, and
+    /// when the path fills, wake the others (a lowest-RTT-first scheduler now lets them send).
+    pub(crate) fn set_writer_blocked(&mut self, path: PathId, blocked: bool, now: Instant) {
+        let Some(entry) = self.paths.get_mut(&path).filter(|p| p.up) else {
+            return;
+        };
+        if entry.writer_blocked == blocked {
+            return;
+        }
+        entry.writer_blocked = blocked;
+        let snapshot = entry.snapshot(path);
+        let _ = self.scheduler.on_path_updated(now, &snapshot);
+        if blocked {
+            for (id, other) in &self.paths {
+                if *id != path && other.up {
+                    other.wake.notify_one();
+                }
+            }
+        }
+    }
+
     /// Declares `path` failed if its data has waited too long for an acknowledgement
     /// (`path_failure_rtts` smoothed RTTs, at least `path_failure_floor`). Returns `None` once
     /// the path is down, else when to check again (`Some(None)`: nothing is outstanding).
@@ -1221,7 +1257,7 @@ impl State {
             return (Step::Stop, retire);
         }
         let generation = entry.telemetry.lock().generation;
-        let snapshot = entry.telemetry.snapshot(path, entry.status);
+        let snapshot = entry.snapshot(path);
         entry.idle_with_room = false;
         let mut estimates_changed = false;
         if generation != entry.generation {
