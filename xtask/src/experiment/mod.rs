@@ -46,7 +46,7 @@ pub const DEFAULT_SCENARIOS: &[&str] = &[
 /// The quick run's scenarios.
 pub const QUICK_SCENARIOS: &[&str] = &["pb-high", "pb-low"];
 /// Where the FLD and MEH rows are measured (issue 7: lte, 3g and pb-high; the `lte` preset's
-/// two paths are [FLD]'s LTE and 3G links, there is no separate 3G preset).
+/// two paths are \[FLD\]'s LTE and 3G links, there is no separate 3G preset).
 pub const EXTRA_SCENARIOS: &[&str] = &["lte", "pb-high"];
 /// The schedulers the FLD and MEH rows run with (those of them that are selected).
 pub const EXTRA_SCHEDULERS: &[SchedulerKind] = &[SchedulerKind::PriorityBucket, SchedulerKind::Lrf];

@@ -1,5 +1,5 @@
-//! SVG charts with plotters: grouped bars with error bars ([PB] Figure 3: FRT and PLT per
-//! scheduler per scenario) and CDFs of stream completion times ([SEC] Figure 5).
+//! SVG charts with plotters: grouped bars with error bars (\[PB\] Figure 3: FRT and PLT per
+//! scheduler per scenario) and CDFs of stream completion times (\[SEC\] Figure 5).
 
 use std::path::Path;
 

@@ -13,7 +13,7 @@ use crate::stats::{reduction_percent, Summary};
 use crate::table::{reduction, summary_cell};
 use crate::Failure;
 
-/// What [`write`] produced.
+/// What [`write()`] produced.
 pub struct Written {
     /// The summary's text (also in summary.md).
     pub summary: String,
