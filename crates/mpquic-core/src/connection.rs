@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use mpquic_sched::{PathId, PathStatus, StreamId, Urgency};
+use mpquic_sched::{PathId, PathStatus, StreamId};
 use tokio::sync::{broadcast, Notify};
 use tracing::Instrument;
 
@@ -341,17 +341,21 @@ impl Connection {
     }
 
     async fn open(&self, uni: bool) -> Result<u64, OpenStreamError> {
+        self.wait_for(|state| match &state.error {
+            Some(e) => Some(Err(e.clone().into())),
+            None => state.open(uni, Instant::now()).map(Ok),
+        })
+        .await
+    }
+
+    /// Waits until `check` finds what it waits for in the state; it is called again whenever
+    /// streams or the connection's end change.
+    async fn wait_for<T>(&self, mut check: impl FnMut(&mut State) -> Option<T>) -> T {
         loop {
             let mut notified = pin!(self.shared.changed.notified());
             notified.as_mut().enable();
-            {
-                let mut state = self.shared.lock();
-                if let Some(e) = &state.error {
-                    return Err(e.clone().into());
-                }
-                if let Some(id) = state.open(uni, Instant::now()) {
-                    return Ok(id);
-                }
+            if let Some(found) = check(&mut self.shared.lock()) {
+                return found;
             }
             notified.await;
         }
@@ -377,20 +381,11 @@ impl Connection {
     }
 
     async fn accept(&self, uni: bool) -> Result<u64, ConnectionError> {
-        loop {
-            let mut notified = pin!(self.shared.changed.notified());
-            notified.as_mut().enable();
-            {
-                let mut state = self.shared.lock();
-                if let Some(id) = state.accept(uni) {
-                    return Ok(id);
-                }
-                if let Some(e) = &state.error {
-                    return Err(e.clone());
-                }
-            }
-            notified.await;
-        }
+        self.wait_for(|state| match state.accept(uni) {
+            Some(id) => Some(Ok(id)),
+            None => state.error.clone().map(Err),
+        })
+        .await
     }
 
     /// Sets the RFC 9218 urgency (0 to 7) and incremental flag of a stream this side sends on,
@@ -401,15 +396,9 @@ impl Connection {
         urgency: u8,
         incremental: bool,
     ) -> Result<(), WriteError> {
-        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
-        self.shared.lock().set_meta(
-            stream.0,
-            |meta| {
-                meta.urgency = urgency;
-                meta.incremental = incremental;
-            },
-            Instant::now(),
-        )
+        self.shared
+            .lock()
+            .set_urgency(stream.0, urgency, incremental, Instant::now())
     }
 
     /// Tells the scheduler the total size of a stream this side sends on, by id (see
@@ -417,7 +406,7 @@ impl Connection {
     pub fn set_stream_size_hint(&self, stream: StreamId, bytes: u64) -> Result<(), WriteError> {
         self.shared
             .lock()
-            .set_meta(stream.0, |meta| meta.size = Some(bytes), Instant::now())
+            .set_size_hint(stream.0, bytes, Instant::now())
     }
 
     /// Opens one more path from `local` to `remote` and joins it to this session (client only).
@@ -471,41 +460,17 @@ impl Connection {
             .endpoint
             .connect_quinn(local, remote, &shared.server_name, &telemetry, congestion)
             .await?;
-        let joined = async {
-            let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
-            let exported =
-                session::exporter(&conn, shared.session).ok_or("TLS exporter unavailable")?;
-            let proof = session::proof(&shared.secret, shared.session, &exported);
-            let params = State::params(&shared.endpoint.config);
-            let mut buf = Vec::new();
-            Frame::Join {
-                session: shared.session,
-                proof,
-                params,
-            }
-            .encode(&mut buf)
-            .map_err(|e| e.to_string())?;
-            send.write_all(&buf).await.map_err(|e| e.to_string())?;
-            let answer = wire::read_frame(&mut recv)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>((send, recv, answer))
-        }
-        .await;
-        let (send, recv, answer) = match joined {
-            Ok(parts) => parts,
-            Err(reason) => {
-                // A refusal arrives as the quinn connection's close.
-                if let Some(quinn::ConnectionError::ApplicationClosed(close)) = conn.close_reason()
-                {
-                    return Err(PathError::Refused {
-                        code: close.error_code.into_inner(),
-                        reason: String::from_utf8_lossy(&close.reason).into_owned(),
-                    });
-                }
-                return Err(PathError::Handshake(reason));
-            }
+        let exported = session::exporter(&conn, shared.session)
+            .ok_or_else(|| PathError::Handshake("TLS exporter unavailable".into()))?;
+        let join = Frame::Join {
+            session: shared.session,
+            proof: session::proof(&shared.secret, shared.session, &exported),
+            params: State::params(&shared.endpoint.config),
         };
+        let (send, recv, answer) = exchange(&conn, join).await.map_err(|e| match e {
+            SetupFailure::Refused { code, reason } => PathError::Refused { code, reason },
+            SetupFailure::Other(reason) => PathError::Handshake(reason),
+        })?;
         match answer {
             Some(Frame::Joined { path }) => {
                 let id = PathId(path);
@@ -615,14 +580,7 @@ impl Connection {
 
     /// Waits until the connection is over and says why.
     pub async fn closed(&self) -> ConnectionError {
-        loop {
-            let mut notified = pin!(self.shared.changed.notified());
-            notified.as_mut().enable();
-            if let Some(e) = &self.shared.lock().error {
-                return e.clone();
-            }
-            notified.await;
-        }
+        self.wait_for(|state| state.error.clone()).await
     }
 
     /// Why the connection is over, if it is.
@@ -863,6 +821,40 @@ async fn flush_control(shared: Arc<Shared>) {
     }
 }
 
+/// Why the first exchange on a new path failed.
+enum SetupFailure {
+    /// The server closed the path with a code (how it refuses sessions and joins).
+    Refused { code: u64, reason: String },
+    /// Anything else, as text.
+    Other(String),
+}
+
+/// Opens a new path's control stream, sends `frame` and reads the server's answer.
+async fn exchange(
+    conn: &quinn::Connection,
+    frame: Frame,
+) -> Result<(quinn::SendStream, quinn::RecvStream, Option<Frame>), SetupFailure> {
+    let result = async {
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+        let mut buf = Vec::new();
+        frame.encode(&mut buf).map_err(|e| e.to_string())?;
+        send.write_all(&buf).await.map_err(|e| e.to_string())?;
+        let answer = wire::read_frame(&mut recv)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((send, recv, answer))
+    }
+    .await;
+    result.map_err(|reason| match conn.close_reason() {
+        // A refusal arrives as the quinn connection's close.
+        Some(quinn::ConnectionError::ApplicationClosed(close)) => SetupFailure::Refused {
+            code: close.error_code.into_inner(),
+            reason: String::from_utf8_lossy(&close.reason).into_owned(),
+        },
+        _ => SetupFailure::Other(reason),
+    })
+}
+
 /// How the client's first path becomes a session.
 pub(crate) async fn client_handshake(
     endpoint: Arc<EndpointInner>,
@@ -876,33 +868,13 @@ pub(crate) async fn client_handshake(
         .await
         .map_err(|e| ConnectionError::Handshake(e.to_string()))?;
     let local_params = State::params(&endpoint.config);
-    let result = async {
-        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
-        let mut buf = Vec::new();
-        Frame::NewSession {
-            params: local_params,
-        }
-        .encode(&mut buf)
-        .map_err(|e| e.to_string())?;
-        send.write_all(&buf).await.map_err(|e| e.to_string())?;
-        let answer = wire::read_frame(&mut recv)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((send, recv, answer))
-    }
-    .await;
-    let (send, recv, answer) = match result {
-        Ok(parts) => parts,
-        Err(reason) => {
-            if let Some(quinn::ConnectionError::ApplicationClosed(close)) = conn.close_reason() {
-                return Err(ConnectionError::Refused {
-                    code: close.error_code.into_inner(),
-                    reason: String::from_utf8_lossy(&close.reason).into_owned(),
-                });
-            }
-            return Err(ConnectionError::Handshake(reason));
-        }
+    let new_session = Frame::NewSession {
+        params: local_params,
     };
+    let (send, recv, answer) = exchange(&conn, new_session).await.map_err(|e| match e {
+        SetupFailure::Refused { code, reason } => ConnectionError::Refused { code, reason },
+        SetupFailure::Other(reason) => ConnectionError::Handshake(reason),
+    })?;
     match answer {
         Some(Frame::Welcome {
             session,

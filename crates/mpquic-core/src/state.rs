@@ -612,7 +612,36 @@ impl State {
         }
     }
 
-    pub(crate) fn set_meta(
+    /// Sets a sending stream's RFC 9218 urgency (0 to 7) and incremental flag.
+    pub(crate) fn set_urgency(
+        &mut self,
+        id: u64,
+        urgency: u8,
+        incremental: bool,
+        now: Instant,
+    ) -> Result<(), WriteError> {
+        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
+        self.set_meta(
+            id,
+            |meta| {
+                meta.urgency = urgency;
+                meta.incremental = incremental;
+            },
+            now,
+        )
+    }
+
+    /// Tells the scheduler a sending stream's total size.
+    pub(crate) fn set_size_hint(
+        &mut self,
+        id: u64,
+        bytes: u64,
+        now: Instant,
+    ) -> Result<(), WriteError> {
+        self.set_meta(id, |meta| meta.size = Some(bytes), now)
+    }
+
+    fn set_meta(
         &mut self,
         id: u64,
         change: impl FnOnce(&mut StreamMeta),

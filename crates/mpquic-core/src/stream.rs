@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, StreamId, Urgency};
+use mpquic_sched::{PathId, StreamId};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::{Handle, Shared};
@@ -108,15 +108,9 @@ impl SendStream {
 
     /// Sets the RFC 9218 urgency (0 most urgent to 7) and incremental flag the scheduler uses.
     pub fn set_urgency(&mut self, urgency: u8, incremental: bool) -> Result<(), WriteError> {
-        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
-        self.shared.lock().set_meta(
-            self.id,
-            |meta| {
-                meta.urgency = urgency;
-                meta.incremental = incremental;
-            },
-            Instant::now(),
-        )
+        self.shared
+            .lock()
+            .set_urgency(self.id, urgency, incremental, Instant::now())
     }
 
     /// Tells the scheduler the stream's total size (e.g. a response's `content-length`), so
@@ -124,7 +118,7 @@ impl SendStream {
     pub fn set_size_hint(&mut self, bytes: u64) -> Result<(), WriteError> {
         self.shared
             .lock()
-            .set_meta(self.id, |meta| meta.size = Some(bytes), Instant::now())
+            .set_size_hint(self.id, bytes, Instant::now())
     }
 
     /// Bytes of this stream sent on each path so far (re-sends included).
