@@ -42,9 +42,15 @@
 //!   sockets with the namespace's default TCP congestion control, and every other of CUBIC,
 //!   BBR and Reno set with `TCP_CONGESTION`; same exchange and clock as mpquic, timed from the
 //!   established connection.
+//!
+//! `cargo xtask peers page --scenario S --har FILE [--scheduler ..] [--cc ..]` is tquic's
+//! page-level baseline: one page's objects from `tquic_server` to `tquic_client` as
+//! concurrent requests on one multipath connection, one `LoadReport`-shaped JSON line (see
+//! [`page`]).
 
 mod bed;
 mod harness;
+mod page;
 mod peer;
 mod report;
 
@@ -75,6 +81,9 @@ pub struct PeersArgs {
 enum PeersCommand {
     /// Bulk transfers of every peer over each scenario's emulated paths (root).
     Bulk(BulkArgs),
+    /// One recorded page loaded by tquic's client and server over a scenario's paths (root);
+    /// prints one LoadReport-shaped JSON line.
+    Page(page::PageArgs),
     /// The plain-quinn and noq bulk harnesses (started by `bulk` inside the testbed).
     #[command(hide = true)]
     Harness(harness::HarnessArgs),
@@ -123,6 +132,7 @@ struct BulkArgs {
 pub fn run(args: &PeersArgs) -> Result<ExitCode, Failure> {
     match &args.command {
         PeersCommand::Bulk(bulk_args) => bulk(bulk_args),
+        PeersCommand::Page(page_args) => page::run(page_args),
         PeersCommand::Harness(harness_args) => harness::run(harness_args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(Failure::Testbed),
