@@ -3,19 +3,29 @@
 //!
 //! ```text
 //! cargo run --release --example page_client -- --page youtube.com-2013 --scenario pb-high
+//! cargo run --release --example page_client -- --page youtube.com-2013 --scenario pb-high --transport quinn
 //! ```
+//!
+//! `--transport quinn` is the baseline: plain quinn (HTTP/3 through h3-quinn, the same
+//! requests and responses) over one of the scenario's paths, by default its better one
+//! (highest rate, then lowest RTT, then lowest index), or `--path K`; no urgency reaches its
+//! transport, as none can through h3-quinn. With mpquic, `--path K` is single-path mpquic on
+//! the scenario's path K alone.
 //!
 //! By default everything runs in this process: a page server on 127.0.0.1, the scenario's
 //! paths as link-emulator relays on loopback in front of it (`--mode loopback`, no root), and
 //! the client, whose path k goes from 127.0.0.(k+1) through relay k. With `--remote ADDR` the
-//! client loads from a running `page_server` instead (its certificate from `--cert`), still
-//! through the relays (the responses then follow the server's `--scheduler`). The document is requested first; every other object when its recorded
-//! initiator has completed, or at its recorded start after the document's completion (times
-//! multiplied by `--time-scale`; 0 requests them all when the document arrives). Each request
-//! carries its RFC 9218 `priority`.
+//! client loads from a running `page_server` instead (its certificate from `--cert`, its
+//! `--transport` the same as here), still through the relays (the responses then follow the
+//! server's `--scheduler`). `--mode netns` (root) runs the server and the client as processes
+//! in the namespace testbed instead, path k from 10.(k+1).0.1 to 10.(k+1).0.2. The document is
+//! requested first; every other object when its recorded initiator has completed, or at its
+//! recorded start after the document's completion (times multiplied by `--time-scale`; 0
+//! requests them all when the document arrives). Each request carries its RFC 9218 `priority`.
 //!
-//! The JSON (`--reps 1`): `page`, `scheduler`, `scenario`, `mode`, `paths`, `frt_ms`,
-//! `plt_ms`, `bytes`, `per_path_bytes` (by path id) and `objects` (each with `url`, `key`,
+//! The JSON (`--reps 1`): `page`, `transport` (`mpquic` or `quinn`), `scheduler` (`quinn` for
+//! quinn), `scenario`, `mode`, `paths` (1 for quinn), `frt_ms`, `plt_ms`, `bytes`,
+//! `per_path_bytes` (by the connection's path id; empty for quinn) and `objects` (each with `url`, `key`,
 //! `size`, `bytes`, `status`, `critical`, `urgency`, `requested_ms`, `completed_ms`). With
 //! `--reps N` > 1: `reps`, `frt_ms` and `plt_ms` as `{mean, sd}`, and every load in `runs`.
 //! The exit code is non-zero when a load fails (a timeout, a wrong size, a status other than
@@ -30,8 +40,8 @@ use std::time::Duration;
 use clap::Parser;
 use mpquic::Endpoint;
 use mpquic_replay::{
-    har, load_direct, load_page, load_remote, netns, self_signed, transport_config, Mode,
-    PageServer, RepeatedReport, RunConfig,
+    har, load_direct, load_page, load_remote, netns, quinn_server, self_signed, transport_config,
+    Mode, PageServer, RepeatedReport, RunConfig, Transport,
 };
 use rustls::pki_types::CertificateDer;
 
@@ -47,21 +57,29 @@ struct Args {
     /// The directory of recorded pages.
     #[arg(long, default_value = "pages")]
     pages: PathBuf,
-    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin.
+    /// Transport: mpquic, or quinn (the baseline: plain quinn with h3-quinn over one path).
+    #[arg(long, default_value = "mpquic")]
+    transport: String,
+    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin
+    /// (mpquic only).
     #[arg(long, default_value = "priority-bucket")]
     scheduler: String,
     /// Scenario preset: pb-low, pb-low-lossy, pb-high, pb-high-lossy, sec-low, sec-low-lossy,
     /// sec-high, sec-high-lossy, lte.
     #[arg(long, default_value = "pb-high")]
     scenario: String,
-    /// Where the emulated links run: loopback (relays, no root) or netns (not yet).
+    /// Where the emulated links run: loopback (relays, no root) or netns (the namespace
+    /// testbed, root).
     #[arg(long, default_value = "loopback")]
     mode: String,
-    /// Paths to use: the scenario's first N (default: all of them).
-    /// Paths to use: a number (the scenario's first ones) or `auto` (MEH's model picks from
-    /// the page size and the paths' configured RTT and rate).
-    #[arg(long)]
+    /// mpquic's paths: a number (the scenario's first ones; default all of them) or `auto`
+    /// (MEH's model picks from the page size and the paths' configured RTT and rate).
+    #[arg(long, conflicts_with = "path")]
     paths: Option<String>,
+    /// One of the scenario's paths by index (from 0), alone: single-path mpquic on it, or
+    /// quinn's path (quinn's default: the scenario's better path).
+    #[arg(long)]
+    path: Option<usize>,
     /// Congestion controller of every path at both ends: cubic, newreno, bbr or fld.
     #[arg(long, default_value = "cubic")]
     cc: String,
@@ -101,7 +119,12 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let page = har::load(&file)?;
     let mut config = RunConfig::new(&args.scheduler, &args.scenario)?;
     config.mode = args.mode.parse::<Mode>()?;
+    config.transport = args.transport.parse::<Transport>()?;
+    config.path = args.path;
     config.congestion = args.cc.parse()?;
+    if config.transport == Transport::Quinn && args.paths.is_some() {
+        return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
+    }
     config.paths = match args.paths.as_deref() {
         None => config.paths,
         Some("auto") => {
@@ -116,6 +139,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         Some(n) => n.parse().map_err(|e| format!("--paths {n:?}: {e}"))?,
     };
+    let indices = config.path_indices()?;
     config.load.time_scale = args.time_scale;
     config.load.timeout = Duration::try_from_secs_f64(args.timeout)
         .map_err(|e| format!("--timeout {}: {e}", args.timeout))?;
@@ -139,21 +163,34 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         );
         return Ok(());
     }
+    if config.transport == Transport::Quinn {
+        eprintln!(
+            "page_client: quinn over {}'s path {}",
+            config.scenario.name, indices[0]
+        );
+    }
     if config.mode == Mode::Netns {
         let exe = std::env::current_exe()?;
         let file = file.canonicalize()?;
-        let common = vec![
+        let mut common = vec![
             "--har".to_owned(),
             file.display().to_string(),
+            "--transport".to_owned(),
+            config.transport.name().to_owned(),
             "--scheduler".to_owned(),
             args.scheduler.clone(),
             "--scenario".to_owned(),
             args.scenario.clone(),
-            "--paths".to_owned(),
-            config.paths.to_string(),
             "--cc".to_owned(),
             args.cc.clone(),
         ];
+        match (config.path, config.transport) {
+            (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
+            (None, Transport::Quinn) => {}
+            (None, Transport::Mpquic) => {
+                common.extend(["--paths".to_owned(), config.paths.to_string()]);
+            }
+        }
         let mut client = common.clone();
         client.extend([
             "--time-scale".to_owned(),
@@ -201,6 +238,16 @@ fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::e
 async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let server = PageServer::new(std::slice::from_ref(page))?;
     let (cert, key) = self_signed()?;
+    if args.transport.parse::<Transport>()? == Transport::Quinn {
+        let [addr] = args.serve[..] else {
+            return Err("quinn serves on one address".into());
+        };
+        let endpoint = quinn_server(addr, cert.clone(), key, &args.cc.parse()?)?;
+        std::fs::write(&args.cert, cert.as_ref())
+            .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
+        server.run_quinn(&endpoint).await;
+        return Ok(());
+    }
     let config = transport_config(&args.scheduler, args.serve.len(), &args.cc.parse()?)?;
     let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
     // Written only once the endpoint is bound: its presence means "ready".

@@ -1,16 +1,20 @@
-//! The page client: loads a page the way a browser would, over HTTP/3 over mpquic.
+//! The page client: loads a page the way a browser would, over HTTP/3 over mpquic or, as the
+//! baseline, over plain quinn (h3-quinn); the request logic is one, generic over the `h3`
+//! crate's QUIC traits ([`load_h3`]).
 
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use h3::client::SendRequest;
-use mpquic_core::h3::{H3Connection, H3Opener};
+use h3::quic;
+use mpquic_core::h3::H3Connection;
 use mpquic_core::Connection;
 use mpquic_h3_prio::Priority;
 use tokio::task::JoinSet;
 
 use crate::page::{Discovery, Page};
 use crate::report::{LoadReport, ObjectReport};
+use crate::run::Transport;
 
 /// Why a page load failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,28 +94,82 @@ struct Fetched {
     done: Instant,
 }
 
-/// Loads `page` over `conn` and reports every object's completion, FRT and PLT.
+/// Loads `page` over the multipath `conn` and reports every object's completion, FRT and PLT.
 ///
-/// Object 0 (the page request) goes first; every other object is requested when the object it
-/// was discovered by has completed ([`Discovery::After`]), or at its recorded offset after the
-/// main document has completed ([`Discovery::AfterDocument`]). Each request carries the
-/// object's RFC 9218 `priority` header (recorded offsets scaled by
-/// [`LoadOptions::time_scale`]). Times count from the page request. The report's
-/// `scheduler` is the connection's, `scenario` and `mode` are left empty for the caller.
+/// The request logic is [`load_h3`]'s; the report's `transport` is `mpquic`, `scheduler` the
+/// connection's, `paths` its path count and `per_path_bytes` the stream bytes it received on
+/// each path. `scenario` and `mode` are left empty for the caller.
 ///
 /// # Errors
-/// [`LoadError`]: a request that fails, a status other than 200, a body that is not the
-/// recorded size, or the timeout passing (in-flight requests are then abandoned).
+/// [`LoadError`], as [`load_h3`].
 pub async fn load(
     conn: &Connection,
     page: &Page,
     options: &LoadOptions,
 ) -> Result<LoadReport, LoadError> {
+    let mut report = load_h3(H3Connection::new(conn.clone()), page, options).await?;
+    let paths = conn.paths();
+    report.transport = Transport::Mpquic.name().to_owned();
+    report.scheduler = conn.scheduler_name();
+    report.paths = paths.len();
+    report.per_path_bytes = paths
+        .iter()
+        .map(|p| (u64::from(p.id.0), p.bytes_received))
+        .collect();
+    Ok(report)
+}
+
+/// Loads `page` over the plain quinn connection `conn` (HTTP/3 through h3-quinn): the
+/// baseline. The report's `transport` and `scheduler` are `quinn`, `paths` is 1 and
+/// `per_path_bytes` is empty (quinn counts UDP bytes, not the stream bytes mpquic reports).
+///
+/// # Errors
+/// [`LoadError`], as [`load_h3`].
+pub async fn load_quinn(
+    conn: &quinn::Connection,
+    page: &Page,
+    options: &LoadOptions,
+) -> Result<LoadReport, LoadError> {
+    let mut report = load_h3(h3_quinn::Connection::new(conn.clone()), page, options).await?;
+    report.transport = Transport::Quinn.name().to_owned();
+    report.scheduler = Transport::Quinn.name().to_owned();
+    report.paths = 1;
+    Ok(report)
+}
+
+/// Loads `page` over any QUIC connection the `h3` crate can use and reports every object's
+/// completion, FRT and PLT.
+///
+/// Object 0 (the page request) goes first; every other object is requested when the object it
+/// was discovered by has completed ([`Discovery::After`]), or at its recorded offset after the
+/// main document has completed ([`Discovery::AfterDocument`]). Each request carries the
+/// object's RFC 9218 `priority` header (recorded offsets scaled by
+/// [`LoadOptions::time_scale`]). Times count from the page request. Only what HTTP/3 sees is
+/// filled in: `transport`, `scheduler`, `scenario` and `mode` are empty, `paths` is 0 and
+/// `per_path_bytes` empty, for the caller ([`load`], [`load_quinn`]).
+///
+/// # Errors
+/// [`LoadError`]: a request that fails, a status other than 200, a body that is not the
+/// recorded size, or the timeout passing (in-flight requests are then abandoned).
+pub async fn load_h3<C, O>(
+    conn: C,
+    page: &Page,
+    options: &LoadOptions,
+) -> Result<LoadReport, LoadError>
+where
+    C: quic::Connection<Bytes, OpenStreams = O> + Send + 'static,
+    C::RecvStream: Send + 'static,
+    <C as quic::OpenStreams<Bytes>>::SendStream: Send + 'static,
+    <C as quic::OpenStreams<Bytes>>::BidiStream: Send + 'static,
+    O: quic::OpenStreams<Bytes> + Clone + Send + 'static,
+    O::BidiStream: Send + 'static,
+    O::SendStream: Send + 'static,
+{
     let timeout = options.timeout;
     if page.objects.is_empty() {
         return Err(LoadError::Empty(page.id.clone()));
     }
-    let (mut driver, send_request) = h3::client::new(H3Connection::new(conn.clone()))
+    let (mut driver, send_request) = h3::client::new(conn)
         .await
         .map_err(|e| LoadError::H3(e.to_string()))?;
     let drive = tokio::spawn(async move {
@@ -130,31 +188,32 @@ pub async fn load(
         .map(|o| o.completed_ms)
         .reduce(f64::max)
         .unwrap_or(plt_ms);
-    let paths = conn.paths();
     Ok(LoadReport {
         page: page.id.clone(),
-        scheduler: conn.scheduler_name(),
+        transport: String::new(),
+        scheduler: String::new(),
         scenario: String::new(),
         mode: String::new(),
-        paths: paths.len(),
+        paths: 0,
         frt_ms,
         plt_ms,
         bytes: objects.iter().map(|o| o.bytes).sum(),
-        per_path_bytes: paths
-            .iter()
-            .map(|p| (u64::from(p.id.0), p.bytes_received))
-            .collect(),
+        per_path_bytes: Default::default(),
         objects,
     })
 }
 
 /// Requests every object in discovery order and waits for all of them.
-async fn run(
+async fn run<O>(
     page: &Page,
-    send_request: SendRequest<H3Opener, Bytes>,
+    send_request: SendRequest<O, Bytes>,
     start: Instant,
     time_scale: f64,
-) -> Result<Vec<ObjectReport>, LoadError> {
+) -> Result<Vec<ObjectReport>, LoadError>
+where
+    O: quic::OpenStreams<Bytes> + Clone + Send + 'static,
+    O::BidiStream: Send + 'static,
+{
     let scale = if time_scale.is_finite() && time_scale > 0.0 {
         time_scale
     } else {
@@ -277,11 +336,14 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// One GET with its priority; the status and the body's length.
-async fn fetch(
-    mut send: SendRequest<H3Opener, Bytes>,
+async fn fetch<O>(
+    mut send: SendRequest<O, Bytes>,
     uri: &str,
     priority: Priority,
-) -> Result<(u16, u64), String> {
+) -> Result<(u16, u64), String>
+where
+    O: quic::OpenStreams<Bytes>,
+{
     let request = http::Request::get(uri)
         .header("priority", priority.to_field())
         .body(())

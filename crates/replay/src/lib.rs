@@ -52,17 +52,19 @@ mod client;
 pub mod har;
 pub mod netns;
 mod page;
+mod plain;
 mod report;
 mod run;
 mod server;
 mod time;
 
-pub use client::{load, LoadError, LoadOptions};
+pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions};
 pub use har::HarError;
 pub use page::{Discovery, Page, PageObject};
+pub use plain::{quinn_connect, quinn_server};
 pub use report::{LoadReport, ObjectReport, RepeatedReport, Spread};
 pub use run::{
-    auto_paths, connect, load_direct, load_page, load_page_blocking, load_remote, loopback_local,
-    self_signed, transport_config, Mode, RunConfig, RunError,
+    auto_paths, better_path, connect, load_direct, load_page, load_page_blocking, load_remote,
+    loopback_local, self_signed, transport_config, Mode, RunConfig, RunError, Transport,
 };
 pub use server::{PageServer, ServeError};

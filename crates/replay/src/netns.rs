@@ -1,6 +1,7 @@
 //! Netns mode: the page server and the page client as processes in the namespace testbed's
 //! server and client namespaces, path k from `10.(k+1).0.1` to `10.(k+1).0.2` across the
-//! testbed's emulated link k (root).
+//! testbed's emulated link k (root), for each path k the run uses
+//! ([`RunConfig::path_indices`]: plain quinn's one path too).
 //!
 //! The program that calls [`load_netns`] provides both roles: it is started again with
 //! `--serve` in the server namespace and with `--direct` in the client namespace (see
@@ -23,17 +24,29 @@ pub const SERVER_PORT: u16 = 4433;
 /// How long the server may take to write its certificate.
 const SERVER_START: Duration = Duration::from_secs(20);
 
-/// The server's addresses, one per path.
+/// The server's addresses on the first `paths` paths.
 pub fn server_addrs(paths: usize) -> Vec<SocketAddr> {
-    (0..paths)
-        .map(|k| SocketAddr::from((topology::server_addr(k), SERVER_PORT)))
+    server_addrs_on(&(0..paths).collect::<Vec<_>>())
+}
+
+/// The client's addresses on the first `paths` paths (any port).
+pub fn client_addrs(paths: usize) -> Vec<SocketAddr> {
+    client_addrs_on(&(0..paths).collect::<Vec<_>>())
+}
+
+/// The server's addresses on the paths `indices`.
+pub fn server_addrs_on(indices: &[usize]) -> Vec<SocketAddr> {
+    indices
+        .iter()
+        .map(|&k| SocketAddr::from((topology::server_addr(k), SERVER_PORT)))
         .collect()
 }
 
-/// The client's addresses, one per path (any port).
-pub fn client_addrs(paths: usize) -> Vec<SocketAddr> {
-    (0..paths)
-        .map(|k| SocketAddr::from((topology::client_addr(k), 0)))
+/// The client's addresses on the paths `indices` (any port).
+pub fn client_addrs_on(indices: &[usize]) -> Vec<SocketAddr> {
+    indices
+        .iter()
+        .map(|&k| SocketAddr::from((topology::client_addr(k), 0)))
         .collect()
 }
 
@@ -63,7 +76,8 @@ impl Drop for Reaped {
 ///
 /// # Errors
 /// [`RunError::Connect`] when the testbed is unavailable (not root), the server does not come
-/// up, or a client run fails; [`RunError::Netns`] when the topology cannot be built.
+/// up, or a client run fails; [`RunError::Netns`] when the topology cannot be built;
+/// [`RunError::Path`] or [`RunError::Paths`] for paths the scenario does not have.
 pub fn load_netns(
     exe: &Path,
     run: &RunConfig,
@@ -71,6 +85,7 @@ pub fn load_netns(
     client_args: &[String],
     reps: usize,
 ) -> Result<Vec<LoadReport>, RunError> {
+    let indices = run.path_indices()?;
     if let Some(reason) = topology::unavailable() {
         return Err(RunError::Connect(format!(
             "netns mode needs the namespace testbed: {reason}"
@@ -79,7 +94,8 @@ pub fn load_netns(
     let testbed = Topology::up(run.scenario)?;
     let cert = std::env::temp_dir().join(format!("mpquic-netns-{}.der", std::process::id()));
     let _ = std::fs::remove_file(&cert);
-    let servers = server_addrs(run.paths);
+    let servers = server_addrs_on(&indices);
+    let clients = client_addrs_on(&indices);
     let mut server = testbed.exec(Side::Server, [exe.as_os_str()]);
     server
         .arg("--serve")
@@ -117,7 +133,7 @@ pub fn load_netns(
     std::thread::sleep(Duration::from_millis(200));
     let mut reports = Vec::with_capacity(reps);
     for _ in 0..reps {
-        let output = client_command(&testbed, exe, run, &servers, &cert, client_args)
+        let output = client_command(&testbed, exe, &servers, &clients, &cert, client_args)
             .output()
             .map_err(|e| RunError::Connect(format!("starting the client: {e}")))?;
         if !output.status.success() {
@@ -142,8 +158,8 @@ pub fn load_netns(
 fn client_command(
     testbed: &Topology,
     exe: &Path,
-    run: &RunConfig,
     servers: &[SocketAddr],
+    clients: &[SocketAddr],
     cert: &Path,
     client_args: &[String],
 ) -> Command {
@@ -152,7 +168,7 @@ fn client_command(
         .arg("--direct")
         .arg(join(servers))
         .arg("--local")
-        .arg(join(&client_addrs(run.paths)))
+        .arg(join(clients))
         .arg("--cert")
         .arg(cert)
         .args(client_args)

@@ -32,13 +32,17 @@ pub struct ObjectReport {
 pub struct LoadReport {
     /// The page's id.
     pub page: String,
-    /// The scheduler both ends ran.
+    /// The transport: `mpquic`, or `quinn` for the plain-quinn baseline (h3-quinn over one
+    /// path). Reports written before it existed read as `mpquic`.
+    #[serde(default = "mpquic")]
+    pub transport: String,
+    /// The scheduler both ends ran (`quinn` for the plain-quinn baseline).
     pub scheduler: String,
     /// The scenario of the emulated links (empty when not emulated).
     pub scenario: String,
     /// `loopback` or `netns` (empty when the caller connected on its own).
     pub mode: String,
-    /// How many paths the connection had.
+    /// How many paths the connection had (1 for quinn).
     pub paths: usize,
     /// First rendering time: the page request to the last byte of the last critical object
     /// (the PLT when the page has no critical object).
@@ -47,10 +51,16 @@ pub struct LoadReport {
     pub plt_ms: f64,
     /// Body bytes received in total.
     pub bytes: u64,
-    /// Stream bytes the client received on each path (HTTP/3 framing included), by path id.
+    /// Stream bytes the client received on each path (HTTP/3 framing included), by path id
+    /// (the connection's own numbering, from 0); empty for quinn.
     pub per_path_bytes: BTreeMap<u64, u64>,
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
+}
+
+/// What a report without `transport` (written before the quinn baseline) was loaded over.
+fn mpquic() -> String {
+    "mpquic".to_owned()
 }
 
 /// Mean and sample standard deviation (divisor n - 1; 0 for one value).
@@ -84,6 +94,8 @@ impl Spread {
 pub struct RepeatedReport {
     /// The page's id.
     pub page: String,
+    /// The transport: `mpquic` or `quinn`.
+    pub transport: String,
     /// The scheduler.
     pub scheduler: String,
     /// The scenario.
@@ -108,6 +120,7 @@ impl RepeatedReport {
         let plt: Vec<f64> = runs.iter().map(|r| r.plt_ms).collect();
         Some(Self {
             page: first.page.clone(),
+            transport: first.transport.clone(),
             scheduler: first.scheduler.clone(),
             scenario: first.scenario.clone(),
             mode: first.mode.clone(),

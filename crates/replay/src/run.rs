@@ -1,5 +1,5 @@
 //! One command, one measurement: a page server, the emulated links of a scenario and a page
-//! client, all in this process.
+//! client, all in this process; over mpquic, or over plain quinn on one path as the baseline.
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -14,8 +14,9 @@ use mpquic_sched::meh::{paths_for_page, MehError, MehModel, NetworkCondition, Pa
 use mpquic_sched::sim::Scenario;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::client::{load, LoadError, LoadOptions};
+use crate::client::{load, load_quinn, LoadError, LoadOptions};
 use crate::page::Page;
+use crate::plain::{quinn_connect, quinn_server};
 use crate::report::LoadReport;
 use crate::server::{PageServer, ServeError};
 
@@ -55,12 +56,52 @@ impl FromStr for Mode {
     }
 }
 
+/// What the page travels over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// mpquic: one connection over the chosen paths, with [`RunConfig::scheduler`].
+    #[default]
+    Mpquic,
+    /// The baseline: plain quinn (HTTP/3 through h3-quinn), one connection over one path.
+    Quinn,
+}
+
+impl Transport {
+    /// Its name on command lines and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mpquic => "mpquic",
+            Self::Quinn => "quinn",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Transport {
+    type Err = RunError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "mpquic" => Ok(Self::Mpquic),
+            "quinn" => Ok(Self::Quinn),
+            other => Err(RunError::Transport(other.to_owned())),
+        }
+    }
+}
+
 /// Why a replay run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// An unknown mode name.
     #[error("unknown mode {0:?}: loopback or netns")]
     Mode(String),
+    /// An unknown transport name.
+    #[error("unknown transport {0:?}: mpquic or quinn")]
+    Transport(String),
     /// Netns mode runs the server and the client as processes in the testbed's namespaces
     /// ([`crate::netns::load_netns`]), not in this process.
     #[error(
@@ -79,6 +120,16 @@ pub enum RunError {
         /// Paths it has.
         available: usize,
         /// Paths asked for.
+        asked: usize,
+    },
+    /// A path index the scenario does not have.
+    #[error("{scenario} has {available} paths (0 to {last}); path {asked} asked", last = available.saturating_sub(1))]
+    Path {
+        /// The scenario.
+        scenario: &'static str,
+        /// Paths it has.
+        available: usize,
+        /// The index asked for.
         asked: usize,
     },
     /// The transport's configuration (scheduler name, addresses, TLS).
@@ -101,15 +152,22 @@ pub enum RunError {
     Load(#[from] LoadError),
 }
 
-/// What to run: scheduler, emulated links, paths, bound.
+/// What to run: transport, scheduler, emulated links, paths, bound.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// The scheduler both ends use, by name.
+    /// mpquic or the plain-quinn baseline.
+    pub transport: Transport,
+    /// The scheduler both ends use, by name (mpquic only).
     pub scheduler: String,
     /// The emulated links.
     pub scenario: &'static Scenario,
-    /// How many of the scenario's paths to use (its first ones).
+    /// How many of the scenario's paths mpquic uses (its first ones), unless [`Self::path`]
+    /// is set. quinn uses one path.
     pub paths: usize,
+    /// One of the scenario's paths by index (from 0), alone: single-path mpquic on it, or
+    /// quinn's path. `None`: mpquic uses the first [`Self::paths`], quinn the scenario's
+    /// better path ([`better_path`]).
+    pub path: Option<usize>,
     /// Where the links run.
     pub mode: Mode,
     /// The longest a load may take, and how recorded times are paced.
@@ -128,14 +186,58 @@ impl RunConfig {
         let scenario =
             Scenario::by_name(scenario).map_err(|e| RunError::Scenario(e.to_string()))?;
         Ok(Self {
+            transport: Transport::Mpquic,
             scheduler: scheduler.to_owned(),
             scenario,
             paths: scenario.paths.len(),
+            path: None,
             mode: Mode::Loopback,
             load: LoadOptions::default(),
             congestion: CongestionControl::Cubic,
         })
     }
+
+    /// The scenario's paths this run uses, by index: [`Self::path`] alone when set, else
+    /// mpquic's first [`Self::paths`] or quinn's [`better_path`].
+    ///
+    /// # Errors
+    /// [`RunError::Path`] for an index the scenario does not have, [`RunError::Paths`] for a
+    /// path count of 0 or more than it has.
+    pub fn path_indices(&self) -> Result<Vec<usize>, RunError> {
+        let available = self.scenario.paths.len();
+        match (self.path, self.transport) {
+            (Some(k), _) if k >= available => Err(RunError::Path {
+                scenario: self.scenario.name,
+                available,
+                asked: k,
+            }),
+            (Some(k), _) => Ok(vec![k]),
+            (None, Transport::Quinn) => Ok(vec![better_path(self.scenario)]),
+            (None, Transport::Mpquic) if self.paths == 0 || self.paths > available => {
+                Err(RunError::Paths {
+                    scenario: self.scenario.name,
+                    available,
+                    asked: self.paths,
+                })
+            }
+            (None, Transport::Mpquic) => Ok((0..self.paths).collect()),
+        }
+    }
+}
+
+/// The index of `scenario`'s better path, the one plain quinn uses by default: the highest
+/// configured rate, ties broken by the lower round-trip time, then by the lower index.
+pub fn better_path(scenario: &Scenario) -> usize {
+    scenario
+        .paths
+        .iter()
+        .enumerate()
+        .min_by(|(_, a), (_, b)| {
+            b.rate_bps
+                .cmp(&a.rate_bps)
+                .then(a.one_way_delay.cmp(&b.one_way_delay))
+        })
+        .map_or(0, |(k, _)| k)
 }
 
 /// A self-signed certificate for `localhost` and its key.
@@ -225,30 +327,26 @@ pub async fn connect(
     Ok((endpoint, conn))
 }
 
-/// Checks the mode and the path count of `run`.
-fn check(run: &RunConfig) -> Result<(), RunError> {
+/// Checks the mode and the paths of `run`; the scenario paths it uses.
+fn check(run: &RunConfig) -> Result<Vec<usize>, RunError> {
     if run.mode == Mode::Netns {
         return Err(RunError::NetnsInProcess);
     }
-    let available = run.scenario.paths.len();
-    if run.paths == 0 || run.paths > available {
-        return Err(RunError::Paths {
-            scenario: run.scenario.name,
-            available,
-            asked: run.paths,
-        });
-    }
-    Ok(())
+    run.path_indices()
 }
 
 /// Loads `page` once: a page server on 127.0.0.1, a relay per scenario path in front of it,
-/// and a client whose path k goes from 127.0.0.(k+1) to relay front k. Everything is torn
-/// down before it returns.
+/// and a client whose path k goes from 127.0.0.(k+1) to relay front k, for each path k the
+/// run uses ([`RunConfig::path_indices`]; plain quinn: one). Everything is torn down before
+/// it returns.
 ///
 /// # Errors
 /// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
 pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
     check(run)?;
+    if run.transport == Transport::Quinn {
+        return load_page_quinn(page, run).await;
+    }
     let config = transport_config(&run.scheduler, run.paths, &run.congestion)?;
     let (cert, key) = self_signed()?;
     let server_endpoint = Arc::new(Endpoint::server(
@@ -273,8 +371,27 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
     outcome
 }
 
+/// [`load_page`] over plain quinn: the page server on a quinn endpoint.
+async fn load_page_quinn(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
+    let (cert, key) = self_signed()?;
+    let endpoint = quinn_server(loopback_local(0), cert.clone(), key, &run.congestion)?;
+    let server_addr = endpoint
+        .local_addr()
+        .map_err(|e| RunError::Connect(format!("the server's address: {e}")))?;
+    let server = PageServer::new(std::slice::from_ref(page))?;
+    let serving = {
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move { server.run_quinn(&endpoint).await })
+    };
+    let outcome = load_remote(page, run, server_addr, cert).await;
+    endpoint.close(0u32.into(), b"done");
+    serving.abort();
+    outcome
+}
+
 /// Loads `page` once from a page server already running at `server` (whose certificate is
-/// `cert`), through a relay per scenario path on loopback in front of it.
+/// `cert`, and whose transport is `run`'s), through a relay per scenario path on loopback in
+/// front of it; the client uses the relays of the paths the run uses.
 ///
 /// # Errors
 /// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
@@ -284,19 +401,19 @@ pub async fn load_remote(
     server: SocketAddr,
     cert: CertificateDer<'static>,
 ) -> Result<LoadReport, RunError> {
-    check(run)?;
+    let indices = check(run)?;
     let servers = vec![server; run.scenario.paths.len()];
     let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
-    let fronts = &relay.local_addrs()[..run.paths];
-    let locals: Vec<SocketAddr> = (0..fronts.len()).map(loopback_local).collect();
-    let report = load_direct(page, run, &locals, fronts, cert).await;
+    let fronts: Vec<SocketAddr> = indices.iter().map(|&k| relay.local_addrs()[k]).collect();
+    let locals: Vec<SocketAddr> = indices.iter().map(|&k| loopback_local(k)).collect();
+    let report = load_direct(page, run, &locals, &fronts, cert).await;
     drop(relay);
     report
 }
 
 /// Loads `page` once from a page server reachable at `remotes` (one address per path), path k
 /// leaving from `locals[k]`; no emulator of its own (inside the namespace testbed, the
-/// testbed's links are on the way).
+/// testbed's links are on the way). Plain quinn takes exactly one address each.
 ///
 /// # Errors
 /// [`RunError`]: set-up failures or the load's own.
@@ -307,6 +424,9 @@ pub async fn load_direct(
     remotes: &[SocketAddr],
     cert: CertificateDer<'static>,
 ) -> Result<LoadReport, RunError> {
+    if run.transport == Transport::Quinn {
+        return load_direct_quinn(page, run, locals, remotes, cert).await;
+    }
     let config = transport_config(&run.scheduler, run.paths, &run.congestion)?;
     let (endpoint, conn) =
         tokio::time::timeout(run.load.timeout, connect(config, cert, locals, remotes))
@@ -317,10 +437,39 @@ pub async fn load_direct(
     let report = load(&conn, page, &run.load).await;
     conn.close(0, b"done");
     endpoint.close();
-    let mut report = report?;
+    Ok(labelled(report?, run))
+}
+
+/// [`load_direct`] over plain quinn.
+async fn load_direct_quinn(
+    page: &Page,
+    run: &RunConfig,
+    locals: &[SocketAddr],
+    remotes: &[SocketAddr],
+    cert: CertificateDer<'static>,
+) -> Result<LoadReport, RunError> {
+    let (&[local], &[remote]) = (locals, remotes) else {
+        return Err(RunError::Connect(format!(
+            "plain quinn uses one path: {} local and {} server addresses given",
+            locals.len(),
+            remotes.len()
+        )));
+    };
+    let connecting = quinn_connect(local, remote, cert, &run.congestion);
+    let (endpoint, conn) = tokio::time::timeout(run.load.timeout, connecting)
+        .await
+        .map_err(|_| RunError::Connect(format!("not connected after {:?}", run.load.timeout)))??;
+    let report = load_quinn(&conn, page, &run.load).await;
+    conn.close(0u32.into(), b"done");
+    endpoint.close(0u32.into(), b"done");
+    Ok(labelled(report?, run))
+}
+
+/// `report` with `run`'s scenario and mode.
+fn labelled(mut report: LoadReport, run: &RunConfig) -> LoadReport {
     report.scenario = run.scenario.name.to_owned();
     report.mode = run.mode.name().to_owned();
-    Ok(report)
+    report
 }
 
 /// [`load_page`] `reps` times in a runtime of its own (two worker threads), for programs that
@@ -346,4 +495,89 @@ pub fn load_page_blocking(
         }
         Ok(reports)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mpquic_sched::sim::PathSpec;
+
+    use super::*;
+
+    const MBIT: u64 = 1_000_000;
+
+    fn scenario(paths: &'static [PathSpec]) -> Scenario {
+        Scenario {
+            name: "test",
+            paths,
+            source: "",
+        }
+    }
+
+    #[test]
+    fn better_path_is_the_fastest_then_the_nearest_then_the_first() {
+        let by_name = |name| better_path(Scenario::by_name(name).unwrap());
+        // pb-high: 10 Mbit/s at 10 ms RTT, 40 Mbit/s at 50 ms.
+        assert_eq!(by_name("pb-high"), 1);
+        assert_eq!(by_name("sec-high"), 1);
+        assert_eq!(by_name("lte"), 0);
+        // pb-low: two equal paths.
+        assert_eq!(by_name("pb-low"), 0);
+        const NEAR: PathSpec = PathSpec::new(20 * MBIT, Duration::from_millis(5));
+        const FAR: PathSpec = PathSpec::new(20 * MBIT, Duration::from_millis(30));
+        const SLOW: PathSpec = PathSpec::new(5 * MBIT, Duration::from_millis(1));
+        assert_eq!(better_path(&scenario(&[SLOW, FAR, NEAR, NEAR])), 2);
+        assert_eq!(better_path(&scenario(&[])), 0);
+    }
+
+    #[test]
+    fn path_indices_follow_transport_and_path() {
+        let mut run = RunConfig::new("lrf", "pb-high").unwrap();
+        assert_eq!(run.path_indices().unwrap(), [0, 1]);
+        run.paths = 1;
+        assert_eq!(run.path_indices().unwrap(), [0]);
+        run.path = Some(1);
+        assert_eq!(run.path_indices().unwrap(), [1]);
+        run.transport = Transport::Quinn;
+        run.path = None;
+        assert_eq!(run.path_indices().unwrap(), [1]);
+        run.path = Some(0);
+        assert_eq!(run.path_indices().unwrap(), [0]);
+    }
+
+    #[test]
+    fn a_path_the_scenario_lacks_is_refused_by_name_and_count() {
+        for transport in [Transport::Mpquic, Transport::Quinn] {
+            let mut run = RunConfig::new("lrf", "pb-high").unwrap();
+            run.transport = transport;
+            run.path = Some(2);
+            let e = run.path_indices().unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    RunError::Path {
+                        scenario: "pb-high",
+                        available: 2,
+                        asked: 2
+                    }
+                ),
+                "{e:?}"
+            );
+            assert_eq!(e.to_string(), "pb-high has 2 paths (0 to 1); path 2 asked");
+        }
+        let mut run = RunConfig::new("lrf", "pb-high").unwrap();
+        run.paths = 3;
+        assert!(matches!(run.path_indices(), Err(RunError::Paths { .. })));
+        run.paths = 0;
+        assert!(matches!(run.path_indices(), Err(RunError::Paths { .. })));
+    }
+
+    #[test]
+    fn transport_names() {
+        assert_eq!("quinn".parse::<Transport>().unwrap(), Transport::Quinn);
+        assert_eq!("mpquic".parse::<Transport>().unwrap(), Transport::Mpquic);
+        let e = "tcp".parse::<Transport>().unwrap_err();
+        assert_eq!(e.to_string(), "unknown transport \"tcp\": mpquic or quinn");
+    }
 }

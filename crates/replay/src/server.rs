@@ -1,9 +1,12 @@
-//! The page server: every recorded object of one or more pages over HTTP/3 over mpquic.
+//! The page server: every recorded object of one or more pages over HTTP/3 over mpquic or, as
+//! the baseline, over plain quinn (h3-quinn); the request handling is one, generic over the
+//! `h3` crate's QUIC traits.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use h3::quic;
 use h3::server::RequestResolver;
 use mpquic_core::h3::H3Connection;
 use mpquic_core::{Connection, Endpoint, StreamId};
@@ -41,6 +44,11 @@ struct Served {
 /// ([`Connection::set_stream_urgency`], [`Connection::set_stream_size_hint`]), so the scheduler
 /// knows both before the first byte is scheduled. A connection that fails or goes away
 /// mid-page ends only its own task: the server goes on accepting.
+///
+/// Over plain quinn ([`PageServer::run_quinn`], [`PageServer::serve_quinn`]) the responses are
+/// the same but that step is skipped: h3-quinn's request stream gives no way to reach the
+/// quinn stream's priority, so a server built on h3-quinn cannot order its responses by
+/// urgency, and the baseline does exactly what such a server does.
 #[derive(Debug, Clone)]
 pub struct PageServer {
     objects: Arc<HashMap<String, Served>>,
@@ -96,12 +104,45 @@ impl PageServer {
         }
     }
 
-    /// Serves one session until the client closes it; returns how many requests it answered.
+    /// Accepts plain quinn connections on `endpoint` until it is closed, each served in its
+    /// own task.
+    pub async fn run_quinn(&self, endpoint: &quinn::Endpoint) {
+        let mut sessions = JoinSet::new();
+        while let Some(incoming) = endpoint.accept().await {
+            let server = self.clone();
+            sessions.spawn(async move {
+                match incoming.await {
+                    Ok(conn) => {
+                        server.serve_quinn(conn).await;
+                    }
+                    Err(e) => tracing::debug!(%e, "quinn handshake failed"),
+                }
+            });
+            while sessions.try_join_next().is_some() {}
+        }
+    }
+
+    /// Serves one multipath session until the client closes it; returns how many requests it
+    /// answered.
     pub async fn serve(&self, conn: Connection) -> usize {
-        let mut h3 = match h3::server::builder()
-            .build::<_, Bytes>(H3Connection::new(conn.clone()))
+        self.serve_h3(H3Connection::new(conn.clone()), Some(conn))
             .await
-        {
+    }
+
+    /// Serves one plain quinn connection (HTTP/3 through h3-quinn) until the client closes it;
+    /// returns how many requests it answered. No urgency or size reaches the transport.
+    pub async fn serve_quinn(&self, conn: quinn::Connection) -> usize {
+        self.serve_h3(h3_quinn::Connection::new(conn), None).await
+    }
+
+    /// Serves one HTTP/3 connection over `quic`; `hints`, the multipath connection when there
+    /// is one, is told each response's urgency and size.
+    async fn serve_h3<C>(&self, quic: C, hints: Option<Connection>) -> usize
+    where
+        C: quic::Connection<Bytes> + 'static,
+        C::BidiStream: Send + 'static,
+    {
+        let mut h3 = match h3::server::builder().build::<_, Bytes>(quic).await {
             Ok(h3) => h3,
             Err(e) => {
                 tracing::debug!(%e, "h3 set-up failed");
@@ -115,8 +156,8 @@ impl PageServer {
                 Ok(Some(resolver)) => {
                     answered += 1;
                     let server = self.clone();
-                    let conn = conn.clone();
-                    requests.spawn(async move { server.answer(&conn, resolver).await });
+                    let hints = hints.clone();
+                    requests.spawn(async move { server.answer(hints.as_ref(), resolver).await });
                     while requests.try_join_next().is_some() {}
                 }
                 Ok(None) => break,
@@ -131,7 +172,10 @@ impl PageServer {
         answered
     }
 
-    async fn answer(&self, conn: &Connection, resolver: RequestResolver<H3Connection, Bytes>) {
+    async fn answer<C>(&self, hints: Option<&Connection>, resolver: RequestResolver<C, Bytes>)
+    where
+        C: quic::Connection<Bytes>,
+    {
         let (request, mut stream) = match resolver.resolve_request().await {
             Ok(r) => r,
             Err(e) => {
@@ -167,13 +211,15 @@ impl PageServer {
             .headers()
             .get("priority")
             .map_or(object.priority, |v| Priority::from_field(v.as_bytes()));
-        let id = StreamId(stream.id().into_inner());
-        if let Err(e) = conn
-            .set_stream_urgency(id, priority.urgency(), priority.incremental())
-            .and_then(|()| conn.set_stream_size_hint(id, object.size))
-        {
-            tracing::debug!(%e, key, "stream gone before its response");
-            return;
+        if let Some(conn) = hints {
+            let id = StreamId(stream.id().into_inner());
+            if let Err(e) = conn
+                .set_stream_urgency(id, priority.urgency(), priority.incremental())
+                .and_then(|()| conn.set_stream_size_hint(id, object.size))
+            {
+                tracing::debug!(%e, key, "stream gone before its response");
+                return;
+            }
         }
         let response = http::Response::builder()
             .status(http::StatusCode::OK)
