@@ -655,7 +655,8 @@ fn load(
     server.arg("--root").arg(&root);
     protocol(&mut server, &server_log);
     let server = Proc::spawn(server, "tquic_server")?;
-    wait_in_file(&server_log, "listen on", Duration::from_secs(15))?;
+    let ready = deadline.saturating_duration_since(Instant::now());
+    wait_in_file(&server_log, "listen on", ready.min(Duration::from_secs(15)))?;
     let n = page.objects.len().to_string();
     let locals: Vec<String> = paths.iter().map(|&k| addrs(k).0.to_string()).collect();
     let mut client = bed.exec(Side::Client, client_bin);
