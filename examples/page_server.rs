@@ -11,6 +11,10 @@
 //! size go to the multipath stream before its body, so the scheduler (`--scheduler`) knows
 //! both. The certificate is self-signed for `localhost` and written to `--cert` (DER) for
 //! `page_client --remote`. It serves until killed, or `--sessions` sessions (0: no end).
+//!
+//! `--transport quinn` serves the same responses over plain quinn (HTTP/3 through h3-quinn) on
+//! one `--listen` address, for `page_client --remote ADDR --transport quinn`: the baseline,
+//! with no urgency or size reaching the transport (h3-quinn gives no way to).
 
 // A command-line tool: its output is stdout.
 #![allow(clippy::print_stdout)]
@@ -21,7 +25,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mpquic::Endpoint;
-use mpquic_replay::{har, self_signed, transport_config, PageServer};
+use mpquic_replay::{har, quinn_server, self_signed, transport_config, PageServer, Transport};
+use tokio::task::JoinSet;
 
 #[derive(Debug, Parser)]
 #[command(about = "Serves recorded pages (HAR) over HTTP/3 over mpquic")]
@@ -32,7 +37,11 @@ struct Args {
     /// Listening addresses, comma-separated (one is enough: every path can reach it).
     #[arg(long, value_delimiter = ',', default_value = "127.0.0.1:4433")]
     listen: Vec<SocketAddr>,
-    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin.
+    /// Transport: mpquic, or quinn (plain quinn with h3-quinn, on one --listen address).
+    #[arg(long, default_value = "mpquic")]
+    transport: String,
+    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin
+    /// (mpquic only).
     #[arg(long, default_value = "priority-bucket")]
     scheduler: String,
     /// Where to write the self-signed certificate (DER) for clients.
@@ -52,8 +61,6 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (cert, key) = self_signed()?;
     std::fs::write(&args.cert, cert.as_ref())
         .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
-    let config = transport_config(&args.scheduler, 8, &args.cc.parse()?)?;
-    let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
     for page in &pages {
         println!(
             "{}: {} objects, {} bytes, first {}",
@@ -63,6 +70,40 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             page.objects[0].key
         );
     }
+    if args.transport.parse::<Transport>()? == Transport::Quinn {
+        let [addr] = args.listen[..] else {
+            return Err("--transport quinn listens on one address".into());
+        };
+        let endpoint = quinn_server(addr, cert, key, &args.cc.parse()?)?;
+        println!(
+            "serving {} objects on {} over plain quinn (certificate in {})",
+            server.len(),
+            endpoint.local_addr()?,
+            args.cert.display()
+        );
+        let mut served = 0;
+        let mut sessions = JoinSet::new();
+        while args.sessions == 0 || served < args.sessions {
+            let Some(incoming) = endpoint.accept().await else {
+                break;
+            };
+            served += 1;
+            let server = server.clone();
+            sessions.spawn(async move {
+                match incoming.await {
+                    Ok(conn) => {
+                        server.serve_quinn(conn).await;
+                    }
+                    Err(e) => eprintln!("page_server: handshake: {e}"),
+                }
+            });
+            while sessions.try_join_next().is_some() {}
+        }
+        while sessions.join_next().await.is_some() {}
+        return Ok(());
+    }
+    let config = transport_config(&args.scheduler, 8, &args.cc.parse()?)?;
+    let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
     println!(
         "serving {} objects on {:?} with {} (certificate in {})",
         server.len(),
@@ -71,7 +112,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         args.cert.display()
     );
     let mut served = 0;
-    let mut sessions = tokio::task::JoinSet::new();
+    let mut sessions = JoinSet::new();
     while args.sessions == 0 || served < args.sessions {
         let Some(conn) = endpoint.accept().await else {
             break;
