@@ -17,6 +17,10 @@
 //!   (last critical object) and PLT (last object) from the page request, and bytes per path.
 //! - [`load_page`]: all of it in one process over a scenario's emulated links (the
 //!   `mpquic-netns` link emulator as a UDP relay per path on loopback, no root).
+//! - The baseline, [`Transport::Quinn`]: the same client and server over plain quinn (HTTP/3
+//!   through h3-quinn, [`load_quinn`], [`PageServer::run_quinn`]) on one path, by default the
+//!   scenario's better one ([`better_path`]). Nothing tells its transport a response's
+//!   urgency: h3-quinn's request stream does not reach the quinn stream's priority.
 //!
 //! # Example
 //!
