@@ -45,7 +45,7 @@ pub(crate) struct TelemetryState {
     pub(crate) generation: u64,
     /// The sender had nothing to send: packets sent now are app-limited (BBR's marking).
     pub(crate) app_limited: bool,
-    sent: VecDeque<(Instant, SentPacketState)>,
+    sent: SentLog,
     newest_acked_sent: Option<Instant>,
 }
 
@@ -75,7 +75,7 @@ impl Telemetry {
                 congestion_events: 0,
                 generation: 0,
                 app_limited: false,
-                sent: VecDeque::new(),
+                sent: SentLog::default(),
                 newest_acked_sent: None,
             }),
             changed: Notify::new(),
@@ -130,6 +130,39 @@ impl Telemetry {
     }
 }
 
+/// What the bandwidth estimator remembered about each transmit, oldest first, bounded.
+#[derive(Debug, Default)]
+struct SentLog {
+    entries: VecDeque<(Instant, SentPacketState)>,
+}
+
+impl SentLog {
+    fn push(&mut self, sent: Instant, state: SentPacketState) {
+        if self.entries.len() == MAX_TRACKED_PACKETS {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((sent, state));
+    }
+
+    /// The state of the transmit that a packet sent at `sent` belonged to.
+    ///
+    /// quinn reports acks in packet-number order, so sent times only grow: whatever is older
+    /// than this packet and still remembered was lost or acked out of order. quinn calls
+    /// `on_sent` once per transmit, which with GSO is a batch of packets sharing one send time,
+    /// but `on_ack` once per packet: so a transmit's entry serves every packet of it and stays
+    /// until a later packet is acked. (Taking the entry at the batch's first ack dropped the rest
+    /// from the delivered count: a 40 Mbit/s path was estimated at 17.5.)
+    fn acked(&mut self, sent: Instant) -> Option<SentPacketState> {
+        while self.entries.front().is_some_and(|(t, _)| *t < sent) {
+            self.entries.pop_front();
+        }
+        self.entries
+            .front()
+            .filter(|(t, _)| *t == sent)
+            .map(|(_, state)| *state)
+    }
+}
+
 /// Builds [`TelemetryController`]s around another factory's controllers.
 pub(crate) struct TelemetryFactory {
     inner: Arc<dyn ControllerFactory + Send + Sync>,
@@ -165,10 +198,7 @@ impl Controller for TelemetryController {
         let state = s
             .bandwidth
             .on_packet_sent(now, bytes, in_flight, app_limited);
-        if s.sent.len() == MAX_TRACKED_PACKETS {
-            s.sent.pop_front();
-        }
-        s.sent.push_back((now, state));
+        s.sent.push(now, state);
         // quinn reports every packet here, ACK-only ones too, which never come back acked: so
         // bytes in flight come from quinn's own count at each ack batch, not from summing these.
         s.cwnd = window;
@@ -184,16 +214,8 @@ impl Controller for TelemetryController {
     ) {
         self.inner.on_ack(now, sent, bytes, app_limited, rtt);
         let mut s = self.telemetry.lock();
-        // quinn reports acks in packet-number order, so sent times only grow: whatever is older
-        // than this packet and still remembered was lost or acked out of order.
-        while s.sent.front().is_some_and(|(t, _)| *t < sent) {
-            s.sent.pop_front();
-        }
-        if let Some((t, state)) = s.sent.front().copied() {
-            if t == sent {
-                s.sent.pop_front();
-                s.bandwidth.on_packet_acked(now, &state, bytes);
-            }
+        if let Some(state) = s.sent.acked(sent) {
+            s.bandwidth.on_packet_acked(now, &state, bytes);
         }
         s.newest_acked_sent = Some(s.newest_acked_sent.map_or(sent, |n| n.max(sent)));
     }
@@ -264,5 +286,36 @@ impl Controller for TelemetryController {
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_packet_of_a_gso_batch_counts_as_delivered() {
+        let mut estimator = BandwidthEstimator::new(BandwidthConfig {
+            initial_bandwidth: 1000.0,
+            ..BandwidthConfig::default()
+        })
+        .unwrap();
+        let mut log = SentLog::default();
+        let start = Instant::now();
+        // One transmit of ten 1200-byte packets, acked one by one 10 ms later.
+        log.push(start, estimator.on_packet_sent(start, 12_000, 0, false));
+        let acked = start + Duration::from_millis(10);
+        for _ in 0..10 {
+            let state = log.acked(start).expect("the batch is remembered");
+            estimator.on_packet_acked(acked, &state, 1200);
+        }
+        // 12 000 bytes in 10 ms; a lone packet's 1200 would give a tenth of it.
+        let rate = estimator.bandwidth();
+        assert!((rate - 1_200_000.0).abs() < 1.0, "{rate}");
+        // A packet sent later retires the batch; one sent before it is no longer known.
+        let later = start + Duration::from_millis(1);
+        log.push(later, estimator.on_packet_sent(later, 1200, 0, false));
+        assert!(log.acked(later).is_some());
+        assert!(log.acked(start).is_none());
     }
 }
