@@ -48,15 +48,20 @@ fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // lrf, priority-bucket, and the single-path row.
-    assert_eq!(lines.len(), 3, "{raw}");
+    // lrf, priority-bucket, each path alone and plain quinn (no tquic without the testbed).
+    assert_eq!(lines.len(), 5, "{raw}");
     for line in &lines {
         assert_eq!(line["scenario"], "pb-low");
         assert_eq!(line["page"], "bing-2013");
         assert_eq!(line["mode"], "loopback");
         assert!(line["report"]["plt_ms"].as_f64().unwrap() > 0.0, "{line}");
     }
-    assert!(lines.iter().any(|l| l["paths"] == "1"));
+    for path in ["path0", "path1"] {
+        assert!(lines.iter().any(|l| l["paths"] == path), "{raw}");
+    }
+    assert!(lines
+        .iter()
+        .any(|l| l["scheduler"] == "quinn" && l["report"]["transport"] == "quinn"));
 
     let summary = std::fs::read_to_string(out.0.join("summary.md")).unwrap();
     assert!(summary.contains("### pb-low / bing-2013"), "{summary}");
@@ -74,7 +79,7 @@ fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
     let second = experiment(&out.0);
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{stderr}");
-    assert!(stderr.contains("3 already in"), "{stderr}");
+    assert!(stderr.contains("5 already in"), "{stderr}");
     let raw_again = std::fs::read_to_string(out.0.join("raw.jsonl")).unwrap();
     assert_eq!(raw_again, raw);
 }

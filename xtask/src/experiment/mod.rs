@@ -2,15 +2,18 @@
 //!
 //! Every (scenario, page, rep) loads the page once with every selected scheduler, the
 //! schedulers taking turns so that drift in the machine's load spreads over all of them, plus
-//! the extra rows: single-path mpquic on the scenario's first path (every scenario), and in
+//! the baseline and extra rows: single-path mpquic on each of the scenario's paths alone,
+//! plain quinn (HTTP/3 with h3-quinn) on the better path, tquic's own multipath client and
+//! server (netns only; every object requested at once, see `cargo xtask peers page`), and in
 //! `lte` and `pb-high` priority-bucket and lrf with `--cc fld` and with `--paths auto` (MEH).
 //! Each load is one run of the `page_client` example (`--mode netns` when root and the testbed
-//! is available, else `--mode loopback`), bounded by a timeout; each run appends one JSON line
-//! to `raw.jsonl` under the output directory (default `target/experiment/`), and a run that is
-//! already there (same scenario, page, scheduler, cc, paths, rep, mode and time scale) is
-//! skipped, so a killed experiment continues where it stopped. At the end (also when every
-//! run was already done) it writes `summary.md`, `report.md` and SVG charts from every
-//! matching record, with the simulator's oracle bound per scenario and page.
+//! is available, else `--mode loopback`) or of `xtask peers page`, bounded by a timeout; each
+//! run appends one JSON line to `raw.jsonl` under the output directory (default
+//! `target/experiment/`), and a run that is already there (same scenario, page, scheduler, cc,
+//! paths, rep, mode and time scale) is skipped, so a killed experiment continues where it
+//! stopped. At the end (also when every run was already done) it writes `summary.md`,
+//! `report.md` and SVG charts from every matching record, with the simulator's oracle bound
+//! per scenario and page.
 
 mod pages;
 mod plot;
@@ -114,8 +117,12 @@ pub struct Variant {
 pub enum VariantKind {
     /// A scheduler over every path with cubic.
     Main,
-    /// The scenario's first path alone.
-    SinglePath,
+    /// One of the scenario's paths alone (its index), single-path mpquic.
+    SinglePath(usize),
+    /// Plain quinn (HTTP/3 with h3-quinn) over the scenario's better path.
+    Quinn,
+    /// tquic's own multipath client and server, every object requested at once.
+    Tquic,
     /// FLD instead of cubic.
     Fld,
     /// MEH's path count.
@@ -136,7 +143,9 @@ impl Variant {
     pub fn label(&self) -> String {
         match self.kind {
             VariantKind::Main => self.scheduler.clone(),
-            VariantKind::SinglePath => format!("path 1 alone ({})", self.scheduler),
+            VariantKind::SinglePath(k) => format!("path {k} alone ({})", self.scheduler),
+            VariantKind::Quinn => "quinn (h3-quinn), better path".to_owned(),
+            VariantKind::Tquic => format!("{} + {} (all at once)", self.scheduler, self.cc),
             VariantKind::Fld => format!("{} + fld", self.scheduler),
             VariantKind::Meh => format!("{}, paths auto (MEH)", self.scheduler),
         }
@@ -147,24 +156,53 @@ impl Variant {
     }
 }
 
-/// The rows of one scenario.
-pub fn variants(scenario: &str, schedulers: &[SchedulerKind], extras: bool) -> Vec<Variant> {
+/// tquic's page-level rows: its default (minrtt with BBR) and the best of the bulk run
+/// (minrtt with cubic).
+pub const TQUIC_VARIANTS: &[(&str, &str)] = &[("minrtt", "bbr"), ("minrtt", "cubic")];
+
+/// The rows of one scenario (`netns`: the tquic rows need the namespace testbed).
+pub fn variants(
+    scenario: &Scenario,
+    schedulers: &[SchedulerKind],
+    extras: bool,
+    netns: bool,
+) -> Vec<Variant> {
     let mut rows: Vec<Variant> = schedulers.iter().copied().map(Variant::main).collect();
     if !extras {
         return rows;
     }
-    // One path: every scheduler sends everything on it; lrf (mp-quic's default) if selected.
+    // Each path alone: every scheduler sends everything on it; lrf (mp-quic's default) if
+    // selected.
     if let Some(&single) = schedulers
         .iter()
         .find(|k| **k == SchedulerKind::Lrf)
         .or_else(|| schedulers.first())
     {
-        rows.push(Variant {
-            paths: "1".to_owned(),
-            kind: VariantKind::SinglePath,
-            ..Variant::main(single)
-        });
+        for k in 0..scenario.paths.len() {
+            rows.push(Variant {
+                paths: format!("path{k}"),
+                kind: VariantKind::SinglePath(k),
+                ..Variant::main(single)
+            });
+        }
     }
+    rows.push(Variant {
+        scheduler: "quinn".to_owned(),
+        cc: "cubic".to_owned(),
+        paths: "better".to_owned(),
+        kind: VariantKind::Quinn,
+    });
+    if netns {
+        for (scheduler, cc) in TQUIC_VARIANTS {
+            rows.push(Variant {
+                scheduler: format!("tquic {scheduler}"),
+                cc: (*cc).to_owned(),
+                paths: "all".to_owned(),
+                kind: VariantKind::Tquic,
+            });
+        }
+    }
+    let scenario = scenario.name;
     if EXTRA_SCENARIOS.contains(&scenario) {
         let extra: Vec<SchedulerKind> = EXTRA_SCHEDULERS
             .iter()
@@ -220,7 +258,10 @@ pub struct Plan {
 impl Plan {
     /// The rows of `scenario`.
     pub fn variants(&self, scenario: &str) -> Vec<Variant> {
-        variants(scenario, &self.schedulers, self.extras)
+        match self.scenarios.iter().find(|s| s.name == scenario) {
+            Some(s) => variants(s, &self.schedulers, self.extras, self.mode == "netns"),
+            None => Vec::new(),
+        }
     }
 
     /// Whether `r` belongs to this matrix (same mode and time scale, a selected cell).
@@ -461,8 +502,58 @@ fn clean_up_after(pid: u32) {
     let _ = mpquic_netns::topology::remove_stale_namespaces();
 }
 
+/// The programs a load runs: the page client, and this xtask for `peers page` (tquic).
+struct Programs {
+    page_client: PathBuf,
+    xtask: PathBuf,
+}
+
+impl Programs {
+    /// The command of one load.
+    fn command(&self, plan: &Plan, job: &Job<'_>) -> Command {
+        let v = &job.variant;
+        if v.kind == VariantKind::Tquic {
+            let mut cmd = Command::new(&self.xtask);
+            cmd.args(["peers", "page", "--scenario", job.scenario.name, "--har"])
+                .arg(&job.page.har)
+                .args([
+                    "--scheduler",
+                    v.scheduler.trim_start_matches("tquic "),
+                    "--cc",
+                    &v.cc,
+                ])
+                .args(["--timeout", &plan.timeout.to_string()]);
+            return cmd;
+        }
+        let mut cmd = Command::new(&self.page_client);
+        cmd.arg("--mode")
+            .arg(&plan.mode)
+            .args(["--reps", "1", "--har"])
+            .arg(&job.page.har)
+            .args(["--scenario", job.scenario.name])
+            .args(["--cc", &v.cc])
+            .args(["--time-scale", &plan.time_scale.to_string()])
+            .args(["--timeout", &plan.timeout.to_string()]);
+        match v.kind {
+            VariantKind::Quinn => {
+                cmd.args(["--transport", "quinn"]);
+            }
+            VariantKind::SinglePath(k) => {
+                cmd.args(["--scheduler", &v.scheduler, "--path", &k.to_string()]);
+            }
+            _ => {
+                cmd.args(["--scheduler", &v.scheduler]);
+                if v.paths != "all" {
+                    cmd.args(["--paths", &v.paths]);
+                }
+            }
+        }
+        cmd
+    }
+}
+
 /// Runs one load and returns its record.
-fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
+fn run_job(programs: &Programs, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
     let started_unix = unix_now();
     let started = Instant::now();
     let mut record = Record {
@@ -472,27 +563,19 @@ fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
         error: None,
         report: None,
     };
-    let mut cmd = Command::new(bin);
+    let mut cmd = programs.command(plan, job);
+    let program = PathBuf::from(cmd.get_program());
+    let name = program
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     cmd.current_dir(root)
-        .arg("--mode")
-        .arg(&plan.mode)
-        .args(["--reps", "1", "--har"])
-        .arg(&job.page.har)
-        .args(["--scheduler", &job.variant.scheduler])
-        .args(["--scenario", job.scenario.name])
-        .args(["--cc", &job.variant.cc])
-        .args(["--time-scale", &plan.time_scale.to_string()])
-        .args(["--timeout", &plan.timeout.to_string()]);
-    if job.variant.paths != "all" {
-        cmd.args(["--paths", &job.variant.paths]);
-    }
-    cmd.stdin(Stdio::null())
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            record.error = Some(format!("cannot start {}: {e}", bin.display()));
+            record.error = Some(format!("cannot start {}: {e}", program.display()));
             return record;
         }
     };
@@ -512,7 +595,7 @@ fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => {
-                record.error = Some(format!("waiting for page_client: {e}"));
+                record.error = Some(format!("waiting for {name}: {e}"));
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -533,7 +616,7 @@ fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
     let err = stderr.join().unwrap_or_default();
     if !status.success() {
         let last = err.lines().last().unwrap_or_default().trim();
-        record.error = Some(format!("page_client failed ({status}): {last}"));
+        record.error = Some(format!("{name} failed ({status}): {last}"));
         return record;
     }
     let line = out
@@ -543,7 +626,7 @@ fn run_job(bin: &Path, root: &Path, plan: &Plan, job: &Job<'_>) -> Record {
         .unwrap_or_default();
     match serde_json::from_str::<LoadReport>(line) {
         Ok(report) => record.report = Some(report),
-        Err(e) => record.error = Some(format!("unreadable page_client output: {e}")),
+        Err(e) => record.error = Some(format!("unreadable {name} output: {e}")),
     }
     record
 }
@@ -596,7 +679,11 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
     );
     let root = workspace_root();
     if !jobs.is_empty() {
-        let bin = build_page_client(&root)?;
+        let programs = Programs {
+            page_client: build_page_client(&root)?,
+            xtask: std::env::current_exe()
+                .map_err(|e| Failure::Experiment(format!("cannot find this xtask: {e}")))?,
+        };
         let bar = ProgressBar::new(jobs.len() as u64);
         if let Ok(style) = ProgressStyle::with_template(
             "{elapsed_precise} [{bar:30}] {pos}/{len} ETA {eta_precise} {msg}",
@@ -607,7 +694,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         let mut failed = 0usize;
         for (i, job) in jobs.iter().enumerate() {
             bar.set_message(job.describe());
-            let record = run_job(&bin, &root, &plan, job);
+            let record = run_job(&programs, &root, &plan, job);
             raw::append(&raw_file, &record).map_err(Failure::Experiment)?;
             let outcome = match (&record.report, &record.error) {
                 (Some(r), _) => format!("FRT {:.1} ms, PLT {:.1} ms", r.frt_ms, r.plt_ms),
@@ -689,18 +776,22 @@ mod tests {
             variant: Variant::main(SchedulerKind::Lrf),
             rep: 0,
         };
+        let programs = |bin: &Path| Programs {
+            page_client: bin.to_path_buf(),
+            xtask: bin.to_path_buf(),
+        };
         let hung = script(&dir, "hung", "exec sleep 30");
         let failing = script(&dir, "failing", "echo 'page_client: no route' >&2; exit 1");
         let garbled = script(&dir, "garbled", "echo '{not json'");
         let started = Instant::now();
-        let r = run_job(&hung, &root, &plan, &job);
+        let r = run_job(&programs(&hung), &root, &plan, &job);
         assert!(started.elapsed() < Duration::from_secs(20));
         assert!(r.error.as_deref().unwrap().starts_with("timeout"), "{r:?}");
-        let r = run_job(&failing, &root, &plan, &job);
+        let r = run_job(&programs(&failing), &root, &plan, &job);
         assert!(r.error.as_deref().unwrap().contains("no route"), "{r:?}");
-        let r = run_job(&garbled, &root, &plan, &job);
+        let r = run_job(&programs(&garbled), &root, &plan, &job);
         assert!(r.error.as_deref().unwrap().contains("unreadable"), "{r:?}");
-        let r = run_job(&dir.join("missing"), &root, &plan, &job);
+        let r = run_job(&programs(&dir.join("missing")), &root, &plan, &job);
         assert!(
             r.error.as_deref().unwrap().starts_with("cannot start"),
             "{r:?}"
@@ -712,17 +803,28 @@ mod tests {
     #[test]
     fn extra_rows_only_where_issue_7_asks() {
         let all = SchedulerKind::ALL.to_vec();
-        let high = variants("pb-high", &all, true);
-        let low = variants("pb-low", &all, true);
-        assert_eq!(low.len(), all.len() + 1);
-        assert_eq!(high.len(), all.len() + 5);
+        let scenario = |name| Scenario::by_name(name).unwrap();
+        let high = variants(scenario("pb-high"), &all, true, true);
+        let low = variants(scenario("pb-low"), &all, true, true);
+        // Each path alone, quinn, and tquic's variants everywhere; FLD and MEH in pb-high.
+        let baselines = 2 + 1 + TQUIC_VARIANTS.len();
+        assert_eq!(low.len(), all.len() + baselines);
+        assert_eq!(high.len(), all.len() + baselines + 4);
         assert!(high.iter().any(|v| v.cc == "fld" && v.scheduler == "lrf"));
         assert!(high
             .iter()
             .any(|v| v.paths == "auto" && v.scheduler == "priority-bucket"));
-        assert_eq!(variants("lte", &[SchedulerKind::Sec], false).len(), 1);
-        // Without lrf, the single-path row takes the first scheduler.
-        let single = variants("sec-low", &[SchedulerKind::Sec], true);
-        assert_eq!(single[1].label(), "path 1 alone (sec)");
+        assert_eq!(
+            variants(scenario("lte"), &[SchedulerKind::Sec], false, true).len(),
+            1
+        );
+        // Without the testbed, no tquic rows.
+        let loopback = variants(scenario("pb-low"), &all, true, false);
+        assert!(loopback.iter().all(|v| v.kind != VariantKind::Tquic));
+        assert!(loopback.iter().any(|v| v.kind == VariantKind::Quinn));
+        // Without lrf, the single-path rows take the first scheduler.
+        let single = variants(scenario("sec-low"), &[SchedulerKind::Sec], true, false);
+        assert_eq!(single[1].label(), "path 0 alone (sec)");
+        assert_eq!(single[2].label(), "path 1 alone (sec)");
     }
 }
