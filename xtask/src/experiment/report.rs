@@ -283,6 +283,120 @@ fn priority_bucket_section(blocks: &[Block]) -> String {
     }
 }
 
+/// Every row against lrf, each scenario's pages averaged: the report's headline.
+///
+/// A cell is the mean over the scenario's pages of (lrf − row) / lrf of the means, so each
+/// page weighs the same whatever its size.
+pub fn headline_section(plan: &Plan, blocks: &[Block]) -> String {
+    let mut labels: Vec<String> = Vec::new();
+    for b in blocks {
+        for (v, _) in &b.rows {
+            if !labels.contains(&v.label()) {
+                labels.push(v.label());
+            }
+        }
+    }
+    let oracle_label = "*oracle (computed bound)*";
+    let mut out = String::new();
+    for (metric, pick, bound) in [
+        (
+            "FRT",
+            Cell::frt as fn(&Cell) -> Option<Summary>,
+            (|o: (Option<f64>, f64)| o.0) as fn((Option<f64>, f64)) -> Option<f64>,
+        ),
+        ("PLT", Cell::plt, |o: (Option<f64>, f64)| Some(o.1)),
+    ] {
+        let _ = writeln!(
+            out,
+            "{metric} reduction vs lrf, mean over the pages (positive: faster than lrf):
+"
+        );
+        let names: Vec<&str> = plan.scenarios.iter().map(|s| s.name).collect();
+        let _ = writeln!(out, "| row | {} |", names.join(" | "));
+        let _ = writeln!(out, "|---|{}", "---:|".repeat(names.len()));
+        let per_scenario = |value: &dyn Fn(&Block) -> Option<f64>| -> Vec<String> {
+            names
+                .iter()
+                .map(|name| {
+                    let values: Vec<f64> = blocks
+                        .iter()
+                        .filter(|b| b.scenario.name == *name)
+                        .filter_map(value)
+                        .collect();
+                    if values.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        pct(Some(values.iter().sum::<f64>() / values.len() as f64))
+                    }
+                })
+                .collect()
+        };
+        let base = |b: &Block| b.main(BASELINE.name()).and_then(pick).map(|s| s.mean);
+        for label in &labels {
+            let cells = per_scenario(&|b: &Block| {
+                let row = b.cell(|v| v.label() == *label).and_then(pick)?;
+                reduction_percent(row.mean, base(b)?)
+            });
+            let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
+        }
+        let cells = per_scenario(&|b: &Block| reduction_percent(b.oracle.and_then(bound)?, base(b)?));
+        let _ = writeln!(out, "| {oracle_label} | {} |\n", cells.join(" | "));
+    }
+    out
+}
+
+/// [PB]'s headline against this run: in pb-high, priority-bucket's reductions against the other
+/// schedulers, the largest over the pages (the paper's "up to") and the mean.
+pub fn verdict(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for scenario in ["pb-high", "pb-high-lossy"] {
+        for (metric, pick, paper) in [
+            ("FRT", Cell::frt as fn(&Cell) -> Option<Summary>, 34.0),
+            ("PLT", Cell::plt, 35.0),
+        ] {
+            // Per page: PB against the worst and the best other scheduler.
+            let mut vs_worst: Vec<(f64, &str)> = Vec::new();
+            let mut vs_best: Vec<f64> = Vec::new();
+            for b in blocks.iter().filter(|b| b.scenario.name == scenario) {
+                let Some(pb) = b.main("priority-bucket").and_then(pick) else {
+                    continue;
+                };
+                let others: Vec<f64> = b
+                    .rows
+                    .iter()
+                    .filter(|(v, _)| {
+                        v.kind == VariantKind::Main && !v.scheduler.starts_with("priority-bucket")
+                    })
+                    .filter_map(|(_, c)| pick(c).map(|s| s.mean))
+                    .collect();
+                let worst = others.iter().copied().fold(f64::NAN, f64::max);
+                let best = others.iter().copied().fold(f64::NAN, f64::min);
+                if let (Some(w), Some(bst)) = (
+                    reduction_percent(pb.mean, worst),
+                    reduction_percent(pb.mean, best),
+                ) {
+                    vs_worst.push((w, &b.page));
+                    vs_best.push(bst);
+                }
+            }
+            let Some(&(top, page)) = vs_worst.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
+                continue;
+            };
+            let mean_best = vs_best.iter().sum::<f64>() / vs_best.len() as f64;
+            let reached = if top >= paper { "reached" } else { "not reached" };
+            let _ = writeln!(
+                out,
+                "- {scenario}, {metric}: at most {top:+.1}% against the worst other scheduler (on {page}); on average {mean_best:+.1}% against the best other scheduler of each page. The paper's \"up to {paper:.0}% lower\": {reached}."
+            );
+        }
+    }
+    if out.is_empty() {
+        "No pb-high rows with priority-bucket in this matrix.\n".to_owned()
+    } else {
+        out
+    }
+}
+
 /// FLD against cubic and MEH's path count against all paths, per scheduler.
 fn extras_section(blocks: &[Block]) -> String {
     let mut out = String::new();
@@ -381,6 +495,24 @@ fn file_name(s: &str) -> String {
                 '_'
             }
         })
+        .collect()
+}
+
+/// `bulk.md` of `out` and of its direct subdirectories (one per `peers bulk` run), in name order.
+fn bulk_reports(out: &std::path::Path) -> Vec<(PathBuf, String)> {
+    let mut files = vec![out.join("bulk.md")];
+    if let Ok(entries) = std::fs::read_dir(out) {
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        files.extend(dirs.into_iter().map(|d| d.join("bulk.md")));
+    }
+    files
+        .into_iter()
+        .filter_map(|f| std::fs::read_to_string(&f).ok().map(|t| (f, t)))
         .collect()
 }
 
@@ -518,6 +650,11 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
         "- Loads: {loads} measured, {failed} failed, {run_seconds:.0} s of page_client runs in total{span}; this invocation took {:.0} s (runs already in raw.jsonl are not repeated, so a resumed or regenerated report took less).",
         elapsed.as_secs_f64()
     );
+    let _ = writeln!(
+        report,
+        "\n## Headline\n\n{}",
+        headline_section(plan, &blocks)
+    );
     let _ = writeln!(report, "\n## Pages\n");
     let _ = writeln!(report, "| name | file | content |\n|---|---|---|");
     for p in &plan.pages {
@@ -529,7 +666,9 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
          - FRT: the page request to the last byte of the last critical object (document, CSS, blocking JS); PLT: to the last byte of the last object. Mean ± sample sd over the loads, ms.\n\
          - vs lrf: (lrf − x) / lrf of the means; positive is faster than lrf (mp-quic's default).\n\
          - Every row is real HTTP/3 over mpquic (quinn paths) through emulated links, one page_client process per load; the schedulers of one (scenario, page, rep) run back to back, so drift in the machine's load hits them alike.\n\
-         - path 1 alone: mpquic on the scenario's first path only (`--paths 1`; with lrf, or the first selected scheduler without it; one path leaves a scheduler nothing to choose). The second path alone is not measured: page_client has no option to pick a path other than the first ones.\n\
+         - path k alone: mpquic on the scenario's path k only (`--path k`, paths counted from 0 as in the scenario line; with lrf, or the first selected scheduler without it; one path leaves a scheduler nothing to choose).\n\
+         - quinn (h3-quinn), better path: plain quinn, HTTP/3 through the h3-quinn crate, on the scenario's better path (highest rate, then lowest RTT): what a user without multipath would run. Same client, same server, same pages; no priority reaches quinn's streams (h3-quinn does not expose them).\n\
+         - tquic ... (all at once): tquic_tools' own multipath client and server (`cargo xtask peers page`, netns only) fetching the page's objects as concurrent requests on one connection, the document first in order but not waited for (tquic_client cannot follow an initiator graph), so its FRT and PLT are for a simpler load than the other rows'; no priorities. minrtt + bbr is tquic's default, minrtt + cubic the best of the bulk run.\n\
          - `+ fld`: `--cc fld` (Moktan et al.'s flow-length dependent controller) at both ends instead of cubic. `paths auto (MEH)`: `--paths auto`, MEH's model picks the path count from the page size and the paths' configured RTT and rate.\n\
          - *oracle*: `mpquic_sched::sim::oracle`, the simulator's fluid lower bound (no slow start, loss or queueing; every path's full rate from the first byte). It is computed, not measured: no transport could do better, and no scheduler is expected to reach it.\n"
     );
@@ -539,6 +678,7 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
          [PB]'s headline: up to 34% lower FRT and 35% lower PLT than the other schedulers in high heterogeneity (pb-high). Here, priority-bucket's mean against the best and the worst of the other schedulers (lrf, sa-ecf, wrr, sec, round-robin; priority-bucket-paper is its own variant), and how far it is from the oracle (PB's mean / the bound):\n"
     );
     let _ = writeln!(report, "{}", priority_bucket_section(&blocks));
+    let _ = writeln!(report, "Against the paper's headline:\n\n{}", verdict(&blocks));
     let _ = writeln!(
         report,
         "## FLD and MEH (issue 7)\n\nIn lte ([FLD]'s LTE and 3G links as the two paths) and pb-high:\n"
@@ -548,23 +688,22 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
     for b in &blocks {
         let _ = writeln!(report, "{}", block_table(b));
     }
-    let bulk = plan.out.join("bulk.md");
-    match std::fs::read_to_string(&bulk) {
-        Ok(text) => {
-            let _ = writeln!(
-                report,
-                "## Bulk aggregation (from `cargo xtask peers bulk`, {})\n\n{}\n",
-                bulk.display(),
-                text.trim()
-            );
-        }
-        Err(_) => {
-            let _ = writeln!(
-                report,
-                "## Bulk aggregation\n\nNot in this report: {} does not exist (`cargo xtask peers bulk` writes it).\n",
-                bulk.display()
-            );
-        }
+    let bulk = bulk_reports(&plan.out);
+    if bulk.is_empty() {
+        let _ = writeln!(
+            report,
+            "## Bulk aggregation\n\nNot in this report: no bulk.md in {} or its subdirectories (`cargo xtask peers bulk --out DIR` writes one).\n",
+            plan.out.display()
+        );
+    }
+    for (file, text) in bulk {
+        let _ = writeln!(
+            report,
+            "## Bulk aggregation (from `cargo xtask peers bulk`, {})\n\n{}\n",
+            file.display(),
+            // One level down: the bulk report's own headings become subsections.
+            text.trim().replace("\n## ", "\n### ").replacen("# ", "### ", 1)
+        );
     }
     let _ = writeln!(report, "## Charts\n");
     for (title, name) in &charts {
