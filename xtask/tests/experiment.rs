@@ -72,6 +72,12 @@ fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
         report.contains("- Command: `cargo xtask experiment"),
         "{report}"
     );
+    let csv = std::fs::read_to_string(out.0.join("loads.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + lines.len(), "{csv}");
+    assert!(
+        csv.starts_with("scenario,page,scheduler,cc,paths,rep"),
+        "{csv}"
+    );
     let svg = std::fs::read_to_string(out.0.join("bars-bing-2013.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
     assert!(out.0.join("cdf-pb-low-bing-2013.svg").is_file());

@@ -11,7 +11,7 @@
 //! run appends one JSON line to `raw.jsonl` under the output directory (default
 //! `target/experiment/`), and a run that is already there (same scenario, page, scheduler, cc,
 //! paths, rep, mode and time scale) is skipped, so a killed experiment continues where it
-//! stopped. At the end (also when every run was already done) it writes `summary.md`,
+//! stopped. At the end (also when every run was already done) it writes `summary.md`, `loads.csv`,
 //! `report.md` and SVG charts from every matching record, with the simulator's oracle bound
 //! per scenario and page.
 

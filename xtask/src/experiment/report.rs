@@ -1,6 +1,6 @@
-//! `summary.md` (the tables), `report.md` (the tables with the setup, the FLD and MEH rows,
-//! where PriorityBucket stands, the bulk results if `bulk.md` exists, and the charts), and the
-//! SVG charts, from the records of one matrix.
+//! `summary.md` (the tables), `loads.csv` (one line per load), `report.md` (the tables with the
+//! setup, the headline, where PriorityBucket stands, the FLD and MEH rows, the bulk results of
+//! every `bulk.md` found, and the charts), and the SVG charts, from the records of one matrix.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -339,7 +339,8 @@ pub fn headline_section(plan: &Plan, blocks: &[Block]) -> String {
             });
             let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
         }
-        let cells = per_scenario(&|b: &Block| reduction_percent(b.oracle.and_then(bound)?, base(b)?));
+        let cells =
+            per_scenario(&|b: &Block| reduction_percent(b.oracle.and_then(bound)?, base(b)?));
         let _ = writeln!(out, "| {oracle_label} | {} |\n", cells.join(" | "));
     }
     out
@@ -383,7 +384,11 @@ pub fn verdict(blocks: &[Block]) -> String {
                 continue;
             };
             let mean_best = vs_best.iter().sum::<f64>() / vs_best.len() as f64;
-            let reached = if top >= paper { "reached" } else { "not reached" };
+            let reached = if top >= paper {
+                "reached"
+            } else {
+                "not reached"
+            };
             let _ = writeln!(
                 out,
                 "- {scenario}, {metric}: at most {top:+.1}% against the worst other scheduler (on {page}); on average {mean_best:+.1}% against the best other scheduler of each page. The paper's \"up to {paper:.0}% lower\": {reached}."
@@ -496,6 +501,46 @@ fn file_name(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// One line per load of the matrix, FRT and PLT without the per-object detail of raw.jsonl: small
+/// enough to commit next to a report, so its means can be recomputed.
+fn loads_csv(records: &[Record]) -> String {
+    let mut out = String::from(
+        "scenario,page,scheduler,cc,paths,rep,mode,time_scale,frt_ms,plt_ms,paths_used,wall_s,error\n",
+    );
+    for r in records {
+        let id = &r.id;
+        let (frt, plt, used) = r.report.as_ref().map_or_else(
+            || (String::new(), String::new(), String::new()),
+            |l| {
+                (
+                    format!("{:.1}", l.frt_ms),
+                    format!("{:.1}", l.plt_ms),
+                    l.paths.to_string(),
+                )
+            },
+        );
+        // Quoted, inner quotes doubled (RFC 4180): errors contain commas.
+        let error = r
+            .error
+            .as_deref()
+            .map_or_else(String::new, |e| format!("\"{}\"", e.replace('"', "\"\"")));
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{frt},{plt},{used},{:.2},{error}",
+            id.scenario,
+            id.page,
+            id.scheduler,
+            id.cc,
+            id.paths,
+            id.rep,
+            id.mode,
+            id.time_scale,
+            r.wall_s
+        );
+    }
+    out
 }
 
 /// `bulk.md` of `out` and of its direct subdirectories (one per `peers bulk` run), in name order.
@@ -678,7 +723,11 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
          [PB]'s headline: up to 34% lower FRT and 35% lower PLT than the other schedulers in high heterogeneity (pb-high). Here, priority-bucket's mean against the best and the worst of the other schedulers (lrf, sa-ecf, wrr, sec, round-robin; priority-bucket-paper is its own variant), and how far it is from the oracle (PB's mean / the bound):\n"
     );
     let _ = writeln!(report, "{}", priority_bucket_section(&blocks));
-    let _ = writeln!(report, "Against the paper's headline:\n\n{}", verdict(&blocks));
+    let _ = writeln!(
+        report,
+        "Against the paper's headline:\n\n{}",
+        verdict(&blocks)
+    );
     let _ = writeln!(
         report,
         "## FLD and MEH (issue 7)\n\nIn lte ([FLD]'s LTE and 3G links as the two paths) and pb-high:\n"
@@ -702,7 +751,9 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
             "## Bulk aggregation (from `cargo xtask peers bulk`, {})\n\n{}\n",
             file.display(),
             // One level down: the bulk report's own headings become subsections.
-            text.trim().replace("\n## ", "\n### ").replacen("# ", "### ", 1)
+            text.trim()
+                .replace("\n## ", "\n### ")
+                .replacen("# ", "### ", 1)
         );
     }
     let _ = writeln!(report, "## Charts\n");
@@ -716,6 +767,10 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
          - With few reps the sd is a rough figure; differences smaller than the sd are not evidence of anything.\n",
         machine()
     );
+
+    let loads_file = plan.out.join("loads.csv");
+    std::fs::write(&loads_file, loads_csv(records)).map_err(|e| io(&loads_file, e))?;
+    files.push(loads_file);
 
     let summary_file = plan.out.join("summary.md");
     std::fs::write(&summary_file, &summary).map_err(|e| io(&summary_file, e))?;
