@@ -30,7 +30,9 @@ pub enum CongestionControl {
 }
 
 impl CongestionControl {
-    pub(crate) fn factory(&self) -> Arc<dyn ControllerFactory + Send + Sync> {
+    /// The quinn controller factory of this choice (what every path's connection is given,
+    /// wrapped by mpquic's telemetry); also for a plain quinn connection that should run the same.
+    pub fn factory(&self) -> Arc<dyn ControllerFactory + Send + Sync> {
         match self {
             Self::Cubic => Arc::new(CubicConfig::default()),
             Self::NewReno => Arc::new(NewRenoConfig::default()),

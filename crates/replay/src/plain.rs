@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_core::CongestionControl;
-use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -34,22 +33,11 @@ fn tls_error(e: impl std::fmt::Display) -> RunError {
     RunError::Certificate(e.to_string())
 }
 
-/// quinn's controller factory for `congestion` (every choice mpquic offers has one).
-fn controller(congestion: &CongestionControl) -> Arc<dyn ControllerFactory + Send + Sync> {
-    match congestion {
-        CongestionControl::Cubic => Arc::new(CubicConfig::default()),
-        CongestionControl::NewReno => Arc::new(NewRenoConfig::default()),
-        CongestionControl::Bbr => Arc::new(BbrConfig::default()),
-        CongestionControl::Fld(config) => Arc::new(*config),
-        CongestionControl::Custom(factory) => factory.clone(),
-    }
-}
-
 /// quinn's defaults with `congestion`, and mpquic's defaults for the receive windows, the
 /// request-stream limit and the idle timeout.
 fn transport(congestion: &CongestionControl) -> Arc<TransportConfig> {
     let mut t = TransportConfig::default();
-    t.congestion_controller_factory(controller(congestion))
+    t.congestion_controller_factory(congestion.factory())
         .stream_receive_window(STREAM_RECEIVE_WINDOW.into())
         .receive_window(RECEIVE_WINDOW.into())
         .max_concurrent_bidi_streams(VarInt::from_u32(MAX_CONCURRENT_BIDI))
