@@ -88,6 +88,41 @@ fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
     assert!(stderr.contains("5 already in"), "{stderr}");
     let raw_again = std::fs::read_to_string(out.0.join("raw.jsonl")).unwrap();
     assert_eq!(raw_again, raw);
+
+    // A second rep asked with --report-only: nothing runs, the report is written anyway.
+    std::fs::remove_file(out.0.join("report.md")).unwrap();
+    let report_only = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "experiment",
+            "--scenarios",
+            "pb-low",
+            "--schedulers",
+            "lrf,priority-bucket",
+        ])
+        .args([
+            "--pages",
+            "bing-2013",
+            "--reps",
+            "2",
+            "--mode",
+            "loopback",
+            "--report-only",
+        ])
+        .arg("--out")
+        .arg(&out.0)
+        .output()
+        .expect("run xtask");
+    let stderr = String::from_utf8_lossy(&report_only.stderr);
+    assert!(report_only.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("5 run(s) of this matrix are not in raw.jsonl"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.0.join("raw.jsonl")).unwrap(),
+        raw
+    );
+    assert!(out.0.join("report.md").is_file());
 }
 
 #[test]

@@ -97,6 +97,10 @@ pub struct ExperimentArgs {
     /// Output directory (default: target/experiment).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run nothing: write the summary, report and charts from what raw.jsonl already holds
+    /// for this matrix (cells may then have fewer loads than --reps).
+    #[arg(long)]
+    report_only: bool,
 }
 
 /// One row of a table: a scheduler with a congestion controller and a path count.
@@ -678,7 +682,12 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         plan.mode_note
     );
     let root = workspace_root();
-    if !jobs.is_empty() {
+    if args.report_only && !jobs.is_empty() {
+        eprintln!(
+            "experiment: --report-only: {} run(s) of this matrix are not in raw.jsonl and are left out",
+            jobs.len()
+        );
+    } else if !jobs.is_empty() {
         let programs = Programs {
             page_client: build_page_client(&root)?,
             xtask: std::env::current_exe()
