@@ -346,7 +346,7 @@ pub fn headline_section(plan: &Plan, blocks: &[Block]) -> String {
     out
 }
 
-/// [PB]'s headline against this run: in pb-high and pb-high-lossy, priority-bucket's reductions
+/// \[PB\]'s headline against this run: in pb-high and pb-high-lossy, priority-bucket's reductions
 /// against lrf, against the best other scheduler of each page and against the worst, each as the
 /// largest over the pages (the paper's "up to") and the mean.
 pub fn verdict(blocks: &[Block]) -> String {
