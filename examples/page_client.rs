@@ -238,22 +238,24 @@ fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::e
 async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let server = PageServer::new(std::slice::from_ref(page))?;
     let (cert, key) = self_signed()?;
+    // Written only once the endpoint is bound: its presence means "ready".
+    let ready = || {
+        std::fs::write(&args.cert, cert.as_ref())
+            .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))
+    };
     if args.transport.parse::<Transport>()? == Transport::Quinn {
         let [addr] = args.serve[..] else {
             return Err("quinn serves on one address".into());
         };
         let endpoint = quinn_server(addr, cert.clone(), key, &args.cc.parse()?)?;
-        std::fs::write(&args.cert, cert.as_ref())
-            .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
-        server.run_quinn(&endpoint).await;
+        ready()?;
+        server.run_quinn(&endpoint, None).await;
         return Ok(());
     }
     let config = transport_config(&args.scheduler, args.serve.len(), &args.cc.parse()?)?;
     let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
-    // Written only once the endpoint is bound: its presence means "ready".
-    std::fs::write(&args.cert, cert.as_ref())
-        .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
-    server.run(&endpoint).await;
+    ready()?;
+    server.run(&endpoint, None).await;
     Ok(())
 }
 

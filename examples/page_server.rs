@@ -26,7 +26,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use mpquic::Endpoint;
 use mpquic_replay::{har, quinn_server, self_signed, transport_config, PageServer, Transport};
-use tokio::task::JoinSet;
 
 #[derive(Debug, Parser)]
 #[command(about = "Serves recorded pages (HAR) over HTTP/3 over mpquic")]
@@ -58,6 +57,7 @@ struct Args {
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let pages = har::load_all(&args.har)?;
     let server = PageServer::new(&pages)?;
+    let limit = (args.sessions > 0).then_some(args.sessions);
     let (cert, key) = self_signed()?;
     std::fs::write(&args.cert, cert.as_ref())
         .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
@@ -81,25 +81,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             endpoint.local_addr()?,
             args.cert.display()
         );
-        let mut served = 0;
-        let mut sessions = JoinSet::new();
-        while args.sessions == 0 || served < args.sessions {
-            let Some(incoming) = endpoint.accept().await else {
-                break;
-            };
-            served += 1;
-            let server = server.clone();
-            sessions.spawn(async move {
-                match incoming.await {
-                    Ok(conn) => {
-                        server.serve_quinn(conn).await;
-                    }
-                    Err(e) => eprintln!("page_server: handshake: {e}"),
-                }
-            });
-            while sessions.try_join_next().is_some() {}
-        }
-        while sessions.join_next().await.is_some() {}
+        server.run_quinn(&endpoint, limit).await;
         return Ok(());
     }
     let config = transport_config(&args.scheduler, 8, &args.cc.parse()?)?;
@@ -111,18 +93,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         args.scheduler,
         args.cert.display()
     );
-    let mut served = 0;
-    let mut sessions = JoinSet::new();
-    while args.sessions == 0 || served < args.sessions {
-        let Some(conn) = endpoint.accept().await else {
-            break;
-        };
-        served += 1;
-        let server = server.clone();
-        sessions.spawn(async move { server.serve(conn).await });
-        while sessions.try_join_next().is_some() {}
-    }
-    while sessions.join_next().await.is_some() {}
+    server.run(&endpoint, limit).await;
     Ok(())
 }
 

@@ -363,7 +363,7 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
     let server = PageServer::new(std::slice::from_ref(page))?;
     let serving = {
         let endpoint = server_endpoint.clone();
-        tokio::spawn(async move { server.run(&endpoint).await })
+        tokio::spawn(async move { server.run(&endpoint, None).await })
     };
     let outcome = load_remote(page, run, server_addr, cert).await;
     server_endpoint.close();
@@ -381,7 +381,7 @@ async fn load_page_quinn(page: &Page, run: &RunConfig) -> Result<LoadReport, Run
     let server = PageServer::new(std::slice::from_ref(page))?;
     let serving = {
         let endpoint = endpoint.clone();
-        tokio::spawn(async move { server.run_quinn(&endpoint).await })
+        tokio::spawn(async move { server.run_quinn(&endpoint, None).await })
     };
     let outcome = load_remote(page, run, server_addr, cert).await;
     endpoint.close(0u32.into(), b"done");

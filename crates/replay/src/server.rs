@@ -3,6 +3,7 @@
 //! `h3` crate's QUIC traits.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -92,34 +93,42 @@ impl PageServer {
         self.objects.is_empty()
     }
 
-    /// Accepts sessions on `endpoint` until it is closed, each served in its own task.
-    pub async fn run(&self, endpoint: &Endpoint) {
-        let mut sessions = JoinSet::new();
-        while let Some(conn) = endpoint.accept().await {
-            let server = self.clone();
-            let span = tracing::debug_span!("page-session", session = conn.session_id());
-            sessions.spawn(async move { server.serve(conn).await }.instrument(span));
-            // Reap finished sessions so the set does not grow without bound.
-            while sessions.try_join_next().is_some() {}
-        }
+    /// Accepts sessions on `endpoint`, each served in its own task, until it is closed or
+    /// `limit` sessions have been accepted; in the second case it then waits for them to end.
+    pub async fn run(&self, endpoint: &Endpoint, limit: Option<u64>) {
+        run_sessions(
+            limit,
+            || endpoint.accept(),
+            |conn: Connection| {
+                let server = self.clone();
+                let span = tracing::debug_span!("page-session", session = conn.session_id());
+                async move {
+                    server.serve(conn).await;
+                }
+                .instrument(span)
+            },
+        )
+        .await;
     }
 
-    /// Accepts plain quinn connections on `endpoint` until it is closed, each served in its
-    /// own task.
-    pub async fn run_quinn(&self, endpoint: &quinn::Endpoint) {
-        let mut sessions = JoinSet::new();
-        while let Some(incoming) = endpoint.accept().await {
-            let server = self.clone();
-            sessions.spawn(async move {
-                match incoming.await {
-                    Ok(conn) => {
-                        server.serve_quinn(conn).await;
+    /// [`PageServer::run`] for plain quinn connections.
+    pub async fn run_quinn(&self, endpoint: &quinn::Endpoint, limit: Option<u64>) {
+        run_sessions(
+            limit,
+            || endpoint.accept(),
+            |incoming: quinn::Incoming| {
+                let server = self.clone();
+                async move {
+                    match incoming.await {
+                        Ok(conn) => {
+                            server.serve_quinn(conn).await;
+                        }
+                        Err(e) => tracing::debug!(%e, "quinn handshake failed"),
                     }
-                    Err(e) => tracing::debug!(%e, "quinn handshake failed"),
                 }
-            });
-            while sessions.try_join_next().is_some() {}
-        }
+            },
+        )
+        .await;
     }
 
     /// Serves one multipath session until the client closes it; returns how many requests it
@@ -256,4 +265,28 @@ impl PageServer {
             tracing::debug!(%e, key, "response not delivered");
         }
     }
+}
+
+/// The accept loop of both transports: each accepted session served by `serve` in its own
+/// task, until `accept` ends or `limit` sessions were accepted (then waiting for them).
+async fn run_sessions<T, A, F>(
+    limit: Option<u64>,
+    mut accept: impl FnMut() -> A,
+    serve: impl Fn(T) -> F,
+) where
+    A: Future<Output = Option<T>>,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let mut sessions = JoinSet::new();
+    let mut accepted = 0;
+    while limit.is_none_or(|l| accepted < l) {
+        let Some(session) = accept().await else {
+            return;
+        };
+        accepted += 1;
+        sessions.spawn(serve(session));
+        // Reap finished sessions so the set does not grow without bound.
+        while sessions.try_join_next().is_some() {}
+    }
+    while sessions.join_next().await.is_some() {}
 }

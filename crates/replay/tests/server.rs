@@ -53,7 +53,7 @@ fn start_server(
     let addr = endpoint.local_addrs()[0];
     let server = PageServer::new(std::slice::from_ref(page)).unwrap();
     let serving = endpoint.clone();
-    tokio::spawn(async move { server.run(&serving).await });
+    tokio::spawn(async move { server.run(&serving, None).await });
     (addr, cert, endpoint)
 }
 
