@@ -3,16 +3,10 @@
 //! real command, then checks raw.jsonl, the summary, the report and an SVG, and that a second
 //! invocation resumes (runs nothing again). No timing assertions.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::Scratch;
 
 fn experiment(out: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_xtask"))

@@ -15,6 +15,9 @@ use std::process::{Command, Stdio};
 use mpquic_netns::topology::{namespaces, unavailable};
 use mpquic_replay::LoadReport;
 
+mod common;
+use common::Scratch;
+
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 
 const PAGE: &str = r#"{"log": {"entries": [
@@ -31,15 +34,6 @@ const PAGE: &str = r#"{"log": {"entries": [
    "_initiator": "https://www.bing.com/",
    "response": {"status": 204, "bodySize": 0, "content": {"mimeType": "text/plain"}}}
 ]}}"#;
-
-/// A directory removed whatever happens.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn tquic_loads_a_small_page_over_pb_low() {

@@ -9,21 +9,15 @@
 // The skip notice is for the person reading the test output.
 #![allow(clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use mpquic_netns::topology::{namespaces, unavailable};
 
+mod common;
+use common::Scratch;
+
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
-
-/// The output directory, removed whatever happens.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn mpquic_and_mptcp_aggregate_pb_low() {
