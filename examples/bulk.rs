@@ -73,6 +73,10 @@ struct Args {
     /// Congestion controller on every path: cubic, newreno or bbr.
     #[arg(long, default_value = "cubic")]
     cc: String,
+    /// Bytes every path's congestion window starts with (default: the controller's own, 10
+    /// packets for cubic and newreno).
+    #[arg(long, value_parser = transfer::parse_size)]
+    initial_window: Option<u64>,
     /// Gives up after this long (120s, 500ms, 2m).
     #[arg(long, default_value = "120s", value_parser = transfer::parse_duration)]
     timeout: Duration,
@@ -95,6 +99,9 @@ fn config(args: &Args, paths: usize) -> Result<Config, BoxError> {
         .scheduler(&args.scheduler)?
         .max_paths(paths.max(8))?
         .congestion_control(args.cc.parse()?);
+    if let Some(bytes) = args.initial_window {
+        config.initial_window(bytes)?;
+    }
     Ok(config)
 }
 

@@ -33,10 +33,29 @@ impl CongestionControl {
     /// The quinn controller factory of this choice (what every path's connection is given,
     /// wrapped by mpquic's telemetry); also for a plain quinn connection that should run the same.
     pub fn factory(&self) -> Arc<dyn ControllerFactory + Send + Sync> {
+        self.factory_with(None)
+    }
+
+    /// Like [`factory`](Self::factory), with quinn's controllers starting from
+    /// `initial_window` bytes instead of their own 10 packets. FLD keeps its own initial window
+    /// (part of its design) and a custom factory is used as given.
+    pub fn factory_with(
+        &self,
+        initial_window: Option<u64>,
+    ) -> Arc<dyn ControllerFactory + Send + Sync> {
+        macro_rules! quinn_controller {
+            ($config:ty) => {{
+                let mut config = <$config>::default();
+                if let Some(bytes) = initial_window {
+                    config.initial_window(bytes);
+                }
+                Arc::new(config)
+            }};
+        }
         match self {
-            Self::Cubic => Arc::new(CubicConfig::default()),
-            Self::NewReno => Arc::new(NewRenoConfig::default()),
-            Self::Bbr => Arc::new(BbrConfig::default()),
+            Self::Cubic => quinn_controller!(CubicConfig),
+            Self::NewReno => quinn_controller!(NewRenoConfig),
+            Self::Bbr => quinn_controller!(BbrConfig),
             Self::Fld(config) => Arc::new(*config),
             Self::Custom(factory) => factory.clone(),
         }
@@ -99,6 +118,7 @@ pub struct Config {
     pub(crate) rtt_prior: Duration,
     pub(crate) bandwidth_prior: f64,
     pub(crate) congestion: CongestionControl,
+    pub(crate) initial_window: Option<u64>,
     pub(crate) idle_timeout: Duration,
 }
 
@@ -118,6 +138,7 @@ impl Default for Config {
             rtt_prior: Duration::from_millis(100),
             bandwidth_prior: 1_250_000.0,
             congestion: CongestionControl::Cubic,
+            initial_window: None,
             idle_timeout: Duration::from_secs(10),
         }
     }
@@ -132,6 +153,7 @@ impl fmt::Debug for Config {
             .field("receive_window", &self.receive_window)
             .field("send_buffer", &self.send_buffer)
             .field("congestion", &self.congestion)
+            .field("initial_window", &self.initial_window)
             .finish_non_exhaustive()
     }
 }
@@ -285,6 +307,22 @@ impl Config {
     pub fn congestion_control(&mut self, cc: CongestionControl) -> &mut Self {
         self.congestion = cc;
         self
+    }
+
+    /// Bytes each path's congestion window starts with (quinn's CUBIC, NewReno and BBR; see
+    /// [`CongestionControl::factory_with`]). A path that joins an established connection starts
+    /// its slow start from here, and on a long path every doubling costs a round trip of that
+    /// path: 32 packets instead of 10 save almost two of them.
+    ///
+    /// # Default
+    /// The controller's own: 10 packets of 1200 bytes for quinn's (RFC 9002, section 7.2).
+    pub fn initial_window(&mut self, bytes: u64) -> Result<&mut Self, ConfigError> {
+        // Below two packets a window cannot open; above 1 MB it is a flood, not a start.
+        if !(2400..=1 << 20).contains(&bytes) {
+            return Err(ConfigError::Invalid("initial_window (2400 B to 1 MiB)"));
+        }
+        self.initial_window = Some(bytes);
+        Ok(self)
     }
 
     /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it).

@@ -139,7 +139,7 @@ impl Shared {
 
     /// Wakes whoever may care after the state changed.
     pub(crate) fn poke(&self) {
-        if self.lock().has_control() {
+        if self.lock().control_wanted(Instant::now()) {
             self.control_wake.notify_one();
         }
         self.changed.notify_waiters();
@@ -779,24 +779,31 @@ async fn watch_closed(shared: Arc<Shared>, path: PathId, conn: quinn::Connection
     shared.on_quinn_closed(path, error);
 }
 
-/// Writes control frames, each on its path or on the one with the lowest one-way delay.
+/// Writes control frames, each on its path or on the one with the lowest one-way delay; held
+/// data acks when they fall due.
 async fn flush_control(shared: Arc<Shared>) {
     // Also look now and then, so the task ends once the connection is over.
     const RECHECK: Duration = Duration::from_secs(1);
     loop {
-        let _ = tokio::time::timeout(RECHECK, shared.control_wake.notified()).await;
+        let now = Instant::now();
+        let wake_at = shared
+            .lock()
+            .control_deadline()
+            .map_or(now + RECHECK, |due| due.min(now + RECHECK));
+        let _ = tokio::time::timeout_at(wake_at.into(), shared.control_wake.notified()).await;
         if shared.lock().error.is_some() {
             return;
         }
         loop {
             let batches = {
                 let mut state = shared.lock();
-                if !state.has_control() {
+                let now = Instant::now();
+                if !state.has_control(now) {
                     break;
                 }
                 let default_path = state.control_path();
                 let mut batches: BTreeMap<PathId, Vec<u8>> = BTreeMap::new();
-                for (target, frame) in state.drain_control() {
+                for (target, frame) in state.drain_control(now) {
                     let Some(path) = target.or(default_path) else {
                         continue;
                     };

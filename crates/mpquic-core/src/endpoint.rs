@@ -55,8 +55,9 @@ impl EndpointInner {
         let c = &self.config;
         let congestion = congestion.unwrap_or(&c.congestion);
         let varint = |v: u64| VarInt::from_u64(v).unwrap_or(VarInt::MAX);
+        let controller = telemetry.factory(congestion.factory_with(c.initial_window));
         let mut t = TransportConfig::default();
-        t.congestion_controller_factory(telemetry.factory(congestion.factory()))
+        t.congestion_controller_factory(controller)
             // Distinct priorities give strict buckets and FCFS; fairness round-robins only
             // incremental streams, which share a priority.
             .send_fairness(true)

@@ -64,6 +64,7 @@ pub mod error;
 pub mod fld;
 #[cfg(feature = "h3")]
 pub mod h3;
+mod pending_acks;
 mod reassembly;
 mod send_buffer;
 mod session;

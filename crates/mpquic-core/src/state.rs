@@ -17,6 +17,7 @@ use tokio::sync::{broadcast, Notify};
 
 use crate::config::Config;
 use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
+use crate::pending_acks::PendingAcks;
 use crate::reassembly::{Reassembler, ReassemblyError};
 use crate::send_buffer::{RangeSet, SendBuffer};
 use crate::telemetry::Telemetry;
@@ -299,7 +300,7 @@ pub(crate) struct State {
     consumed_total: u64,
     /// Frames to send, with the path they must go on if any.
     pub(crate) control: VecDeque<(Option<PathId>, Frame)>,
-    pending_acks: BTreeMap<u64, (u64, bool)>,
+    pending_acks: PendingAcks,
     pending_max_stream_data: BTreeMap<u64, u64>,
     max_data_dirty: bool,
     max_streams_dirty: [bool; 2],
@@ -331,7 +332,7 @@ impl State {
             recv_total: 0,
             consumed_total: 0,
             control: VecDeque::new(),
-            pending_acks: BTreeMap::new(),
+            pending_acks: PendingAcks::default(),
             pending_max_stream_data: BTreeMap::new(),
             max_data_dirty: false,
             max_streams_dirty: [false; 2],
@@ -837,17 +838,17 @@ impl State {
             })?;
         recv.counted_end = recv.counted_end.max(end);
         self.recv_total += grown;
-        Self::queue_ack(&mut self.pending_acks, id, recv);
+        Self::queue_ack(&mut self.pending_acks, id, recv, now);
         recv.wake();
         Ok(())
     }
 
     /// Queues a data ack if the in-order prefix grew or the stream completed.
-    fn queue_ack(pending: &mut BTreeMap<u64, (u64, bool)>, id: u64, recv: &mut RecvState) {
+    fn queue_ack(pending: &mut PendingAcks, id: u64, recv: &mut RecvState, now: Instant) {
         let ack = (recv.reasm.contiguous_end(), recv.complete());
         if ack != recv.acked {
             recv.acked = ack;
-            pending.insert(id, ack);
+            pending.insert(id, ack.0, ack.1, now);
         }
     }
 
@@ -985,7 +986,7 @@ impl State {
                     return Err(ProtocolError::FinalSize(id));
                 }
                 recv.final_size = Some(final_size);
-                Self::queue_ack(&mut self.pending_acks, id, recv);
+                Self::queue_ack(&mut self.pending_acks, id, recv, now);
                 recv.wake();
             }
             Frame::ResetStream {
@@ -1015,7 +1016,7 @@ impl State {
                 self.recv_total += grown;
                 self.consumed_total += grown;
                 // Tell the sender its reset arrived, so it can forget the stream.
-                self.pending_acks.insert(id, (final_size, true));
+                self.pending_acks.insert(id, final_size, true, now);
                 if stopped {
                     if let Some(s) = self.streams.get_mut(&id) {
                         s.recv = None;
@@ -1078,10 +1079,17 @@ impl State {
         self.wake_paths();
     }
 
-    /// Frames waiting to go out, with the path each must take (`None`: the control path).
-    pub(crate) fn drain_control(&mut self) -> Vec<(Option<PathId>, Frame)> {
+    /// Frames due to go out at `now`, with the path each must take (`None`: the control path).
+    /// Held data acks go along with any other frame (see [`PendingAcks`]).
+    pub(crate) fn drain_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
+        let acks_now = self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now);
         let mut out: Vec<_> = self.control.drain(..).collect();
-        for (stream, (offset, fin)) in std::mem::take(&mut self.pending_acks) {
+        let acks = if acks_now {
+            self.pending_acks.take()
+        } else {
+            BTreeMap::new()
+        };
+        for (stream, (offset, fin)) in acks {
             out.push((
                 None,
                 Frame::DataAck {
@@ -1116,9 +1124,26 @@ impl State {
         out
     }
 
-    pub(crate) fn has_control(&self) -> bool {
+    /// Whether frames are due to go out at `now`.
+    pub(crate) fn has_control(&self, now: Instant) -> bool {
+        self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now)
+    }
+
+    /// When held data acks fall due, if any are held.
+    pub(crate) fn control_deadline(&self) -> Option<Instant> {
+        self.pending_acks.due()
+    }
+
+    /// Whether the control task should look again: frames are due, or acks started to be
+    /// held and it must set its timer.
+    pub(crate) fn control_wanted(&mut self, now: Instant) -> bool {
+        let fresh = self.pending_acks.announce();
+        fresh || self.has_control(now)
+    }
+
+    /// Control frames other than data acks, which never wait.
+    fn other_control(&self) -> bool {
         !self.control.is_empty()
-            || !self.pending_acks.is_empty()
             || !self.pending_max_stream_data.is_empty()
             || self.max_data_dirty
             || self.max_streams_dirty.iter().any(|d| *d)
@@ -1189,7 +1214,8 @@ impl State {
                 }
             }
             if let Some(recv) = stream.recv.as_mut() {
-                self.pending_acks.insert(id, recv.acked);
+                self.pending_acks
+                    .insert(id, recv.acked.0, recv.acked.1, now);
                 self.pending_max_stream_data
                     .insert(id, recv.max_stream_data);
                 if recv.stopped && recv.reset.is_none() {

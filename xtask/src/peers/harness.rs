@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use serde_json::json;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -55,6 +55,17 @@ pub enum Cc {
     Bbr,
 }
 
+/// The congestion controller of a quinn or noq harness and where its window starts.
+#[derive(Debug, Clone, Copy, Args)]
+struct Control {
+    #[arg(long, value_enum, default_value = "cubic")]
+    cc: Cc,
+    /// Bytes the congestion window starts with (default: the crate's own, 10 packets for cubic
+    /// and newreno).
+    #[arg(long)]
+    initial_window: Option<u64>,
+}
+
 #[derive(Debug, Subcommand)]
 enum Role {
     /// A plain quinn server for one transfer.
@@ -63,8 +74,8 @@ enum Role {
         listen: SocketAddr,
         #[arg(long)]
         cert: PathBuf,
-        #[arg(long, value_enum, default_value = "cubic")]
-        cc: Cc,
+        #[command(flatten)]
+        control: Control,
     },
     /// A plain quinn client: one connection, one stream.
     QuinnClient {
@@ -76,8 +87,8 @@ enum Role {
         cert: PathBuf,
         #[arg(long)]
         size: u64,
-        #[arg(long, value_enum, default_value = "cubic")]
-        cc: Cc,
+        #[command(flatten)]
+        control: Control,
     },
     /// A noq server for one transfer, multipath enabled.
     NoqServer {
@@ -85,8 +96,8 @@ enum Role {
         listen: SocketAddr,
         #[arg(long)]
         cert: PathBuf,
-        #[arg(long, value_enum, default_value = "cubic")]
-        cc: Cc,
+        #[command(flatten)]
+        control: Control,
         /// Concurrent paths it accepts.
         #[arg(long, default_value_t = 2)]
         paths: u32,
@@ -118,8 +129,8 @@ enum Role {
         cert: PathBuf,
         #[arg(long)]
         size: u64,
-        #[arg(long, value_enum, default_value = "cubic")]
-        cc: Cc,
+        #[command(flatten)]
+        control: Control,
     },
 }
 
@@ -145,26 +156,30 @@ pub fn run(args: &HarnessArgs) -> Result<(), String> {
 
 async fn role(role: &Role) -> Result<(), BoxError> {
     match role {
-        Role::QuinnServer { listen, cert, cc } => quinn_server(*listen, cert, *cc).await,
+        Role::QuinnServer {
+            listen,
+            cert,
+            control,
+        } => quinn_server(*listen, cert, *control).await,
         Role::QuinnClient {
             local,
             remote,
             cert,
             size,
-            cc,
-        } => quinn_client(*local, *remote, cert, *size, *cc).await,
+            control,
+        } => quinn_client(*local, *remote, cert, *size, *control).await,
         Role::NoqServer {
             listen,
             cert,
-            cc,
+            control,
             paths,
-        } => noq_server(*listen, cert, *cc, *paths).await,
+        } => noq_server(*listen, cert, *control, *paths).await,
         Role::NoqClient {
             remote,
             cert,
             size,
-            cc,
-        } => noq_client(remote, cert, *size, *cc).await,
+            control,
+        } => noq_client(remote, cert, *size, *control).await,
         Role::MptcpServer { .. } | Role::MptcpClient { .. } => {
             Err("the MPTCP harness is not async".into())
         }
@@ -221,8 +236,14 @@ impl Payload {
     }
 }
 
-/// Client side: sends the payload, returns the time to the digest and whether it matched.
-async fn send_and_check<W, R>(send: &mut W, recv: &mut R, size: u64) -> Result<f64, BoxError>
+/// Client side: sends the payload, returns the time to the digest and whether it matched;
+/// `paths` (the transport's per-path statistics, or null) is called at the end for the report.
+async fn send_and_check<W, R>(
+    send: &mut W,
+    recv: &mut R,
+    size: u64,
+    paths: impl FnOnce() -> Value,
+) -> Result<f64, BoxError>
 where
     W: AsyncWrite + Unpin,
     R: AsyncRead + Unpin,
@@ -237,22 +258,30 @@ where
     send.shutdown().await?;
     let mut digest = Vec::with_capacity(32);
     recv.take(64).read_to_end(&mut digest).await?;
-    report(size, start, &digest, &expected)
+    report(size, start, &digest, &expected, paths())
 }
 
-/// Prints the client's JSON line; the time, or an error if the digests differ.
-fn report(size: u64, start: Instant, digest: &[u8], expected: &[u8; 32]) -> Result<f64, BoxError> {
+/// Prints the client's JSON line (with `paths` unless null); the time, or an error if the
+/// digests differ.
+fn report(
+    size: u64,
+    start: Instant,
+    digest: &[u8],
+    expected: &[u8; 32],
+    paths: Value,
+) -> Result<f64, BoxError> {
     let seconds = start.elapsed().as_secs_f64();
     let matched = digest == expected;
-    println!(
-        "{}",
-        json!({
-            "bytes": size,
-            "seconds": seconds,
-            "goodput_mbps": size as f64 * 8.0 / seconds.max(1e-9) / 1e6,
-            "sha256_match": matched,
-        })
-    );
+    let mut line = json!({
+        "bytes": size,
+        "seconds": seconds,
+        "goodput_mbps": size as f64 * 8.0 / seconds.max(1e-9) / 1e6,
+        "sha256_match": matched,
+    });
+    if !paths.is_null() {
+        line["paths"] = paths;
+    }
+    println!("{line}");
     if matched {
         Ok(seconds)
     } else {
@@ -305,13 +334,28 @@ fn listening(addr: SocketAddr) {
     let _ = std::io::stdout().flush();
 }
 
-fn quinn_transport(cc: Cc) -> Arc<quinn::TransportConfig> {
-    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+/// A congestion controller config of `$crate_name` (quinn or noq: same API), starting from
+/// `$control`'s initial window if it has one.
+macro_rules! controller {
+    ($crate_name:ident, $config:ident, $control:expr) => {{
+        let mut config = $crate_name::congestion::$config::default();
+        if let Some(bytes) = $control.initial_window {
+            config.initial_window(bytes);
+        }
+        Arc::new(config)
+    }};
+}
+
+fn quinn_transport(control: Control) -> Arc<quinn::TransportConfig> {
     let mut transport = quinn::TransportConfig::default();
-    match cc {
-        Cc::Cubic => transport.congestion_controller_factory(Arc::new(CubicConfig::default())),
-        Cc::Newreno => transport.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
-        Cc::Bbr => transport.congestion_controller_factory(Arc::new(BbrConfig::default())),
+    match control.cc {
+        Cc::Cubic => {
+            transport.congestion_controller_factory(controller!(quinn, CubicConfig, control))
+        }
+        Cc::Newreno => {
+            transport.congestion_controller_factory(controller!(quinn, NewRenoConfig, control))
+        }
+        Cc::Bbr => transport.congestion_controller_factory(controller!(quinn, BbrConfig, control)),
     };
     Arc::new(transport)
 }
@@ -331,21 +375,26 @@ macro_rules! serve_one {
     }};
 }
 
-/// A client's one transfer on the connected `conn`, then the close.
+/// A client's one transfer on the connected `conn`, then the close; `$paths` as for
+/// [`send_and_check`].
 macro_rules! send_one {
-    ($endpoint:expr, $conn:expr, $size:expr) => {{
+    ($endpoint:expr, $conn:expr, $size:expr, $paths:expr) => {{
         let (mut send, mut recv) = $conn.open_bi().await?;
-        let outcome = send_and_check(&mut send, &mut recv, $size).await;
+        let outcome = send_and_check(&mut send, &mut recv, $size, $paths).await;
         $conn.close(0u32.into(), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(2), $endpoint.wait_idle()).await;
         outcome.map(|_| ())
     }};
 }
 
-async fn quinn_server(listen: SocketAddr, cert: &PathBuf, cc: Cc) -> Result<(), BoxError> {
+async fn quinn_server(
+    listen: SocketAddr,
+    cert: &PathBuf,
+    control: Control,
+) -> Result<(), BoxError> {
     let (der, key) = certificate(cert)?;
     let mut config = quinn::ServerConfig::with_single_cert(vec![der], key)?;
-    config.transport_config(quinn_transport(cc));
+    config.transport_config(quinn_transport(control));
     serve_one!(quinn, config, listen)
 }
 
@@ -354,24 +403,27 @@ async fn quinn_client(
     remote: SocketAddr,
     cert: &PathBuf,
     size: u64,
-    cc: Cc,
+    control: Control,
 ) -> Result<(), BoxError> {
     let mut config = quinn::ClientConfig::with_root_certificates(roots(cert)?)?;
-    config.transport_config(quinn_transport(cc));
+    config.transport_config(quinn_transport(control));
     let mut endpoint = quinn::Endpoint::client(local)?;
     endpoint.set_default_client_config(config);
     let conn = endpoint.connect(remote, "localhost")?.await?;
-    send_one!(endpoint, conn, size)
+    send_one!(endpoint, conn, size, || Value::Null)
 }
 
-fn noq_transport(cc: Cc, paths: u32) -> Arc<noq::TransportConfig> {
-    use noq::congestion::{Bbr3Config, CubicConfig, NewRenoConfig};
+fn noq_transport(control: Control, paths: u32) -> Arc<noq::TransportConfig> {
     let mut transport = noq::TransportConfig::default();
     transport.max_concurrent_multipath_paths(paths.max(1));
-    match cc {
-        Cc::Cubic => transport.congestion_controller_factory(Arc::new(CubicConfig::default())),
-        Cc::Newreno => transport.congestion_controller_factory(Arc::new(NewRenoConfig::default())),
-        Cc::Bbr => transport.congestion_controller_factory(Arc::new(Bbr3Config::default())),
+    match control.cc {
+        Cc::Cubic => {
+            transport.congestion_controller_factory(controller!(noq, CubicConfig, control))
+        }
+        Cc::Newreno => {
+            transport.congestion_controller_factory(controller!(noq, NewRenoConfig, control))
+        }
+        Cc::Bbr => transport.congestion_controller_factory(controller!(noq, Bbr3Config, control)),
     };
     Arc::new(transport)
 }
@@ -379,12 +431,12 @@ fn noq_transport(cc: Cc, paths: u32) -> Arc<noq::TransportConfig> {
 async fn noq_server(
     listen: SocketAddr,
     cert: &PathBuf,
-    cc: Cc,
+    control: Control,
     paths: u32,
 ) -> Result<(), BoxError> {
     let (der, key) = certificate(cert)?;
     let mut config = noq::ServerConfig::with_single_cert(vec![der], key)?;
-    config.transport_config(noq_transport(cc, paths));
+    config.transport_config(noq_transport(control, paths));
     serve_one!(noq, config, listen)
 }
 
@@ -392,11 +444,11 @@ async fn noq_client(
     remotes: &[SocketAddr],
     cert: &PathBuf,
     size: u64,
-    cc: Cc,
+    control: Control,
 ) -> Result<(), BoxError> {
     let paths = u32::try_from(remotes.len()).unwrap_or(u32::MAX);
     let mut config = noq::ClientConfig::with_root_certificates(roots(cert)?)?;
-    config.transport_config(noq_transport(cc, paths));
+    config.transport_config(noq_transport(control, paths));
     let endpoint = noq::Endpoint::client(SocketAddr::from(([0, 0, 0, 0], 0)))?;
     endpoint.set_default_client_config(config);
     let first = *remotes.first().ok_or("no remote address")?;
@@ -418,7 +470,27 @@ async fn noq_client(
             }
         }
     }
-    send_one!(endpoint, conn, size)
+    let paths = || noq_path_stats(&conn, remotes.len());
+    send_one!(endpoint, conn, size, paths)
+}
+
+/// What noq says of each path at the end: its RTT estimate, and the acknowledgement frames and
+/// bytes that arrived on it (noq may acknowledge one path's packets on another).
+fn noq_path_stats(conn: &noq::Connection, paths: usize) -> Value {
+    (0..paths)
+        .filter_map(|k| {
+            let id = noq::PathId::ZERO.saturating_add(u32::try_from(k).ok()?);
+            let stats = conn.path_stats(id)?;
+            Some(json!({
+                "path": k,
+                "rtt_ms": stats.rtt.as_secs_f64() * 1e3,
+                "path_acks_received": stats.frame_rx.path_acks,
+                "acks_received": stats.frame_rx.acks,
+                "udp_rx_datagrams": stats.udp_rx.datagrams,
+                "udp_tx_bytes": stats.udp_tx.bytes,
+            }))
+        })
+        .collect()
 }
 
 fn mptcp_socket(cc: Option<&str>) -> Result<socket2::Socket, BoxError> {
@@ -475,5 +547,5 @@ fn mptcp_client(remote: SocketAddr, size: u64, cc: Option<&str>) -> Result<(), B
     stream.shutdown(std::net::Shutdown::Write)?;
     let mut digest = Vec::with_capacity(32);
     (&mut stream).take(64).read_to_end(&mut digest)?;
-    report(size, start, &digest, &expected).map(|_| ())
+    report(size, start, &digest, &expected, Value::Null).map(|_| ())
 }

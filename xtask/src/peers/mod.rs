@@ -24,13 +24,18 @@
 //!
 //! The peers and their clocks (each is its own; all count the payload only):
 //! - `mpquic`: `examples/bulk` (split roles, `--local`/`--remote` per path) with every
-//!   scheduler and CUBIC, and priority-bucket and lrf with BBR and NewReno; client to server,
-//!   timed from opening the stream to the server's sha256 answer.
+//!   scheduler and CUBIC, and priority-bucket and lrf with BBR, NewReno, and CUBIC from a
+//!   32-packet initial window (`--initial-window 38400`, tquic_tools' default; quinn's own is
+//!   10 packets); client to server, timed from opening the stream to the server's sha256
+//!   answer.
 //! - `mpquic-single`: the same over each path alone (priority-bucket, CUBIC).
 //! - `quinn`: plain quinn 0.11 over the better path (highest rate), CUBIC (its default), BBR,
-//!   NewReno; the harness in [`harness`], same exchange and clock as mpquic.
+//!   NewReno, CUBIC from 32 packets; the harness in [`harness`], same exchange and clock as
+//!   mpquic.
 //! - `noq`: noq 1.4 (draft-21 multipath) with a path per testbed path, CUBIC (its default),
-//!   BBRv3, NewReno; the harness in [`harness`].
+//!   BBRv3, NewReno, CUBIC from 32 packets; the harness in [`harness`], whose JSON line also
+//!   carries noq's view of each path (RTT estimate, acknowledgement frames and datagrams that
+//!   arrived on it: noq returns every path's acknowledgements on whichever path it sends on).
 //! - `tquic`: `tquic_server`/`tquic_client` of tquic_tools (version [`peer::TQUIC_VERSION`],
 //!   installed with `cargo install --locked` into `target/peers/tquic`, once), multipath on
 //!   with a local address per path; schedulers minrtt (default), redundant, roundrobin with its

@@ -19,6 +19,9 @@ const READY: Duration = Duration::from_secs(15);
 pub const TQUIC_VERSION: &str = "1.6.0";
 /// The file tquic serves.
 const TQUIC_FILE: &str = "bulk.bin";
+/// The larger initial window tried for mpquic, quinn and noq: 32 packets of 1200 bytes,
+/// tquic_tools' default (quinn's and noq's own is 10 packets).
+const LARGE_INITIAL_WINDOW: u64 = 32 * 1200;
 
 /// A peer: a multipath (or single-path) transport a user could pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,6 +156,15 @@ pub fn variants(
                         let flags = json!({"scheduler": s, "cc": cc});
                         push("mpquic".into(), format!("{s}, {cc}"), false, flags, &all);
                     }
+                    let flags = json!({"scheduler": s, "cc": "cubic",
+                        "initial_window": LARGE_INITIAL_WINDOW});
+                    push(
+                        "mpquic".into(),
+                        format!("{s}, cubic, IW 32"),
+                        false,
+                        flags,
+                        &all,
+                    );
                 }
             }
         }
@@ -179,6 +191,12 @@ pub fn variants(
                 let label = format!("path {better}, {cc}");
                 push("quinn".into(), label, *cc == "cubic", flags, &[better]);
             }
+            if !defaults_only {
+                let flags =
+                    json!({"cc": "cubic", "path": better, "initial_window": LARGE_INITIAL_WINDOW});
+                let label = format!("path {better}, cubic, IW 32");
+                push("quinn".into(), label, false, flags, &[better]);
+            }
         }
         Peer::Noq => {
             let ccs: &[&str] = if defaults_only {
@@ -186,10 +204,16 @@ pub fn variants(
             } else {
                 &["cubic", "bbr", "newreno"]
             };
+            let paths = rates.len();
             for cc in ccs {
                 let shown = if *cc == "bbr" { "bbr3" } else { cc };
-                let flags = json!({"cc": shown, "max_concurrent_multipath_paths": rates.len()});
+                let flags = json!({"cc": shown, "max_concurrent_multipath_paths": paths});
                 push("noq".into(), shown.to_owned(), *cc == "cubic", flags, &all);
+            }
+            if !defaults_only {
+                let flags = json!({"cc": "cubic", "max_concurrent_multipath_paths": paths,
+                    "initial_window": LARGE_INITIAL_WINDOW});
+                push("noq".into(), "cubic, IW 32".into(), false, flags, &all);
             }
         }
         Peer::Tquic => {
@@ -301,6 +325,14 @@ fn flag<'a>(variant: &'a Variant, key: &str) -> &'a str {
     variant.flags[key].as_str().unwrap_or_default()
 }
 
+/// `--initial-window BYTES` if the variant sets one.
+fn initial_window_args(variant: &Variant) -> Vec<String> {
+    match variant.flags["initial_window"].as_u64() {
+        Some(bytes) => vec!["--initial-window".into(), bytes.to_string()],
+        None => Vec::new(),
+    }
+}
+
 fn joined<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
     items
         .into_iter()
@@ -339,6 +371,7 @@ fn mpquic(job: &Job) -> Result<Measured, String> {
     let timeout = format!("{}s", limit.as_secs());
     let common = |command: &mut Command| {
         command.args(["--scheduler", scheduler, "--cc", cc, "--timeout", &timeout]);
+        command.args(initial_window_args(variant));
         command.arg("--cert").arg(&cert);
     };
     let mut server = bed.exec(Side::Server, &tools.bulk);
@@ -371,10 +404,12 @@ fn harness_server(
     role: &str,
     listen: &str,
     cert: &Path,
-    cc: &str,
+    variant: &Variant,
 ) -> Result<Proc, String> {
     let mut server = bed.exec(Side::Server, &tools.harness);
-    server.args(["peers", "harness", role, "--listen", listen, "--cc", cc]);
+    server.args(["peers", "harness", role, "--listen", listen]);
+    server.args(["--cc", flag(variant, "cc")]);
+    server.args(initial_window_args(variant));
     server.arg("--cert").arg(cert);
     let mut server = Proc::spawn(server, role)?;
     server.wait_for("listening on", READY)?;
@@ -412,10 +447,11 @@ fn quinn(job: &Job) -> Result<Measured, String> {
         "quinn-server",
         &format!("{s}:{port}"),
         &cert,
-        cc,
+        variant,
     )?;
     let mut client = bed.exec(Side::Client, &tools.harness);
     client.args(["peers", "harness", "quinn-client", "--cc", cc]);
+    client.args(initial_window_args(variant));
     client.args([
         "--local",
         &format!("{c}:0"),
@@ -457,6 +493,7 @@ fn noq(job: &Job) -> Result<Measured, String> {
         "--paths",
         &paths,
     ]);
+    server.args(initial_window_args(variant));
     server.args(["--listen", &format!("0.0.0.0:{port}")]);
     server.arg("--cert").arg(&cert);
     let mut server = Proc::spawn(server, "noq-server")?;
@@ -477,6 +514,7 @@ fn noq(job: &Job) -> Result<Measured, String> {
         "--remote",
         &remotes,
     ]);
+    client.args(initial_window_args(variant));
     client
         .args(["--size", &size.to_string()])
         .arg("--cert")
