@@ -77,6 +77,9 @@ struct Args {
     /// packets for cubic and newreno).
     #[arg(long, value_parser = transfer::parse_size)]
     initial_window: Option<u64>,
+    /// Turns off the per-path delivery reports (and the window credit they give).
+    #[arg(long)]
+    no_delivery_reports: bool,
     /// Gives up after this long (120s, 500ms, 2m).
     #[arg(long, default_value = "120s", value_parser = transfer::parse_duration)]
     timeout: Duration,
@@ -98,7 +101,8 @@ fn config(args: &Args, paths: usize) -> Result<Config, BoxError> {
     config
         .scheduler(&args.scheduler)?
         .max_paths(paths.max(8))?
-        .congestion_control(args.cc.parse()?);
+        .congestion_control(args.cc.parse()?)
+        .delivery_reports(!args.no_delivery_reports);
     if let Some(bytes) = args.initial_window {
         config.initial_window(bytes)?;
     }

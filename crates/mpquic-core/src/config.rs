@@ -119,6 +119,7 @@ pub struct Config {
     pub(crate) bandwidth_prior: f64,
     pub(crate) congestion: CongestionControl,
     pub(crate) initial_window: Option<u64>,
+    pub(crate) delivery_reports: bool,
     pub(crate) idle_timeout: Duration,
 }
 
@@ -139,6 +140,7 @@ impl Default for Config {
             bandwidth_prior: 1_250_000.0,
             congestion: CongestionControl::Cubic,
             initial_window: None,
+            delivery_reports: true,
             idle_timeout: Duration::from_secs(10),
         }
     }
@@ -154,6 +156,7 @@ impl fmt::Debug for Config {
             .field("send_buffer", &self.send_buffer)
             .field("congestion", &self.congestion)
             .field("initial_window", &self.initial_window)
+            .field("delivery_reports", &self.delivery_reports)
             .finish_non_exhaustive()
     }
 }
@@ -323,6 +326,20 @@ impl Config {
         }
         self.initial_window = Some(bytes);
         Ok(self)
+    }
+
+    /// Whether this end reports each path's received bytes on the path with the lowest one-way
+    /// delay, and credits its own paths' congestion windows with what the peer reports
+    /// delivered. Every path is its own quinn connection, whose acknowledgements return on the
+    /// path itself: without the reports, a slow path's window opens a whole slow round trip
+    /// after its packets arrived, which makes its slow start slow (see
+    /// [`Frame::PathReceived`](crate::wire::Frame::PathReceived)).
+    ///
+    /// # Default
+    /// On.
+    pub fn delivery_reports(&mut self, enabled: bool) -> &mut Self {
+        self.delivery_reports = enabled;
+        self
     }
 
     /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it).

@@ -176,6 +176,7 @@ impl Shared {
                 generation: 0,
                 idle_with_room: false,
                 writer_blocked: false,
+                reported_received: 0,
             };
             state.paths.insert(id, entry);
             let snapshot = state
@@ -589,6 +590,14 @@ impl Connection {
     }
 }
 
+/// quinn's send window (bytes it buffers, in flight or not) for a congestion window of `cwnd`.
+/// Kept shallow: half a window (at least 64 KiB) beyond what congestion control lets fly, so
+/// decisions are made with fresh estimates. A quarter window starved quinn between refills on
+/// loopback (2.8 instead of 3.9 Gbit/s).
+pub(crate) fn send_window_target(cwnd: u64) -> u64 {
+    cwnd + (cwnd / 2).max(64 * 1024)
+}
+
 /// Asks the scheduler for data whenever the path has window room and writes it to quinn.
 async fn send_loop(
     shared: Arc<Shared>,
@@ -610,11 +619,7 @@ async fn send_loop(
                 };
             }
         }
-        // Keep quinn's buffer shallow: it may hold half a window (at least 64 KiB) beyond what
-        // congestion control lets fly, so decisions are made with fresh estimates. A quarter
-        // window starved quinn between refills on loopback (2.8 instead of 3.9 Gbit/s).
-        let cwnd = telemetry.lock().cwnd;
-        let target = cwnd + (cwnd / 2).max(64 * 1024);
+        let target = send_window_target(telemetry.lock().cwnd);
         if target != send_window {
             conn.set_send_window(target);
             send_window = target;

@@ -230,6 +230,8 @@ pub(crate) struct PathEntry {
     /// has no room whatever its congestion window says (bytes waiting in quinn's buffer are
     /// not yet in flight).
     pub(crate) writer_blocked: bool,
+    /// The datagram bytes received on this path last reported to the peer.
+    pub(crate) reported_received: u64,
 }
 
 impl PathEntry {
@@ -783,6 +785,9 @@ impl State {
         if let Some(entry) = self.paths.get_mut(&path) {
             entry.bytes_received += len;
         }
+        if self.config.delivery_reports && self.paths.len() > 1 {
+            self.pending_acks.note_arrival(now);
+        }
         let conn_limit = self.recv_max_data;
         let recv_total = self.recv_total;
         if !self.peer_stream(id, false, now)? {
@@ -1052,6 +1057,25 @@ impl State {
                 };
                 self.apply_path_status(path, status, now);
             }
+            Frame::PathReceived { path, bytes } => {
+                // A path already gone, or one this end does not know, has nothing to credit.
+                let entry = self.paths.get(&PathId(path)).filter(|p| p.up);
+                if let Some(entry) = entry.filter(|_| self.config.delivery_reports) {
+                    let stats = entry.conn.stats();
+                    entry.telemetry.on_delivery_report(
+                        stats.udp_tx.bytes,
+                        bytes,
+                        stats.path.lost_bytes,
+                    );
+                    // quinn may be waiting for its own acks with a full buffer, where the
+                    // path's sender cannot reach it: setting the send window wakes it to send
+                    // into the credited window.
+                    let cwnd = entry.telemetry.lock().cwnd;
+                    entry
+                        .conn
+                        .set_send_window(crate::connection::send_window_target(cwnd));
+                }
+            }
             Frame::NewSession { .. }
             | Frame::Join { .. }
             | Frame::Welcome { .. }
@@ -1084,11 +1108,14 @@ impl State {
     pub(crate) fn drain_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
         let acks_now = self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now);
         let mut out: Vec<_> = self.control.drain(..).collect();
-        let acks = if acks_now {
+        let (acks, arrivals) = if acks_now {
             self.pending_acks.take()
         } else {
-            BTreeMap::new()
+            (BTreeMap::new(), false)
         };
+        if arrivals {
+            out.extend(self.delivery_reports());
+        }
         for (stream, (offset, fin)) in acks {
             out.push((
                 None,
@@ -1117,6 +1144,33 @@ impl State {
                     Frame::MaxStreams {
                         uni,
                         count: self.local_max_streams[k],
+                    },
+                ));
+            }
+        }
+        out
+    }
+
+    /// What each path other than the control path received since its last report (see
+    /// [`Frame::PathReceived`]).
+    fn delivery_reports(&mut self) -> Vec<(Option<PathId>, Frame)> {
+        if !self.config.delivery_reports {
+            return Vec::new();
+        }
+        let control = self.control_path();
+        let mut out = Vec::new();
+        for (id, entry) in self.paths.iter_mut() {
+            if !entry.up || Some(*id) == control {
+                continue;
+            }
+            let received = entry.conn.stats().udp_rx.bytes;
+            if received != entry.reported_received {
+                entry.reported_received = received;
+                out.push((
+                    None,
+                    Frame::PathReceived {
+                        path: id.0,
+                        bytes: received,
                     },
                 ));
             }

@@ -4,9 +4,18 @@
 //! quinn calls the controller for every packet sent, acknowledged and lost, inside its own
 //! connection lock; the wrapper only updates a small shared record and wakes the path's sender,
 //! which reads a [`PathSnapshot`] from it outside that lock.
+//!
+//! Delivery credit: each path is its own quinn connection, whose acknowledgements come back on
+//! the path itself, so a slow path's window opens a slow round trip after its packets arrived.
+//! The receiver reports each path's received bytes on the fastest path
+//! ([`Frame::PathReceived`](crate::wire::Frame::PathReceived)); bytes that quinn still counts in
+//! flight but that the report shows delivered are credited to the window, as if their
+//! acknowledgements had come back that way, until quinn's own catch up. In slow start the
+//! credit counts twice, for the growth those acknowledgements would have brought.
 
 use std::any::Any;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -25,6 +34,9 @@ const MAX_TRACKED_PACKETS: usize = 1 << 16;
 #[derive(Debug)]
 pub(crate) struct Telemetry {
     state: Mutex<TelemetryState>,
+    /// What the delivery credit adds to the controller's window, read by quinn on every send
+    /// without taking the state's lock.
+    bonus: AtomicU64,
     /// Woken on every ack batch and loss: the window may have opened.
     pub(crate) changed: Notify,
 }
@@ -34,8 +46,17 @@ pub(crate) struct TelemetryState {
     pub(crate) rtt: RttEstimator,
     pub(crate) bandwidth: BandwidthEstimator,
     pub(crate) one_way: OneWayDelay,
+    /// The window quinn sends by: the controller's plus the delivery credit's bonus.
     pub(crate) cwnd: u64,
     pub(crate) in_flight: u64,
+    /// The wrapped controller's own window.
+    controller_window: u64,
+    /// Whether the wrapped controller is in slow start (below its threshold).
+    slow_start: bool,
+    /// Bytes in flight for quinn that the peer reported delivered.
+    credit: u64,
+    /// Bytes acknowledged in the ack batch under way.
+    acked_in_batch: u64,
     /// Since when packets have been waiting for an acknowledgement without any arriving
     /// (`None`: nothing outstanding). Path-failure detection counts from here.
     pub(crate) unacked_since: Option<Instant>,
@@ -70,6 +91,10 @@ impl Telemetry {
                 one_way: OneWayDelay::default(),
                 cwnd: 0,
                 in_flight: 0,
+                controller_window: 0,
+                slow_start: false,
+                credit: 0,
+                acked_in_batch: 0,
                 unacked_since: None,
                 lost_bytes: 0,
                 congestion_events: 0,
@@ -78,6 +103,7 @@ impl Telemetry {
                 sent: SentLog::default(),
                 newest_acked_sent: None,
             }),
+            bonus: AtomicU64::new(0),
             changed: Notify::new(),
         })
     }
@@ -104,6 +130,31 @@ impl Telemetry {
         }
     }
 
+    /// The peer's report of `received` datagram bytes on this path, against this end's quinn
+    /// having sent `sent` and declared `lost` of them lost: what quinn counts in flight beyond
+    /// the bytes still unaccounted for (sent, neither received nor declared lost) has arrived.
+    /// Errors err low (a lost ACK-only packet stays unaccounted for), and the credit never
+    /// exceeds what is in flight, so a peer's report cannot open the window past twice that.
+    pub(crate) fn on_delivery_report(&self, sent: u64, received: u64, lost: u64) {
+        self.update(|s| {
+            let unaccounted = sent.saturating_sub(received).saturating_sub(lost);
+            s.credit = s.in_flight.saturating_sub(unaccounted);
+            self.refresh_window(s);
+        });
+    }
+
+    /// Recomputes the window from the controller's and the credit.
+    fn refresh_window(&self, s: &mut TelemetryState) {
+        s.credit = s.credit.min(s.in_flight);
+        let bonus = if s.slow_start {
+            s.credit.saturating_mul(2)
+        } else {
+            s.credit
+        };
+        self.bonus.store(bonus, Ordering::Relaxed);
+        s.cwnd = s.controller_window.saturating_add(bonus);
+    }
+
     /// The path's sender wrote stream data: from now on an acknowledgement is due.
     pub(crate) fn data_written(&self, now: Instant) {
         self.lock().unacked_since.get_or_insert(now);
@@ -118,6 +169,16 @@ impl Telemetry {
             inner,
             telemetry: self.clone(),
         })
+    }
+
+    /// Takes the wrapped controller's window and phase after quinn called it.
+    fn controller_changed(&self, s: &mut TelemetryState, controller: &dyn Controller) {
+        s.controller_window = controller.window();
+        s.slow_start = controller
+            .metrics()
+            .ssthresh
+            .is_some_and(|threshold| s.controller_window < threshold);
+        self.refresh_window(s);
     }
 
     fn update(&self, f: impl FnOnce(&mut TelemetryState)) {
@@ -172,8 +233,8 @@ pub(crate) struct TelemetryFactory {
 impl ControllerFactory for TelemetryFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         let inner = self.inner.clone().build(now, current_mtu);
-        let window = inner.window();
-        self.telemetry.update(|s| s.cwnd = window);
+        self.telemetry
+            .update(|s| self.telemetry.controller_changed(s, inner.as_ref()));
         Box::new(TelemetryController {
             inner,
             telemetry: self.telemetry.clone(),
@@ -190,7 +251,6 @@ struct TelemetryController {
 impl Controller for TelemetryController {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
         self.inner.on_sent(now, bytes, last_packet_number);
-        let window = self.inner.window();
         // No notify: sending only closes the window.
         let mut s = self.telemetry.lock();
         let app_limited = s.app_limited;
@@ -201,7 +261,8 @@ impl Controller for TelemetryController {
         s.sent.push(now, state);
         // quinn reports every packet here, ACK-only ones too, which never come back acked: so
         // bytes in flight come from quinn's own count at each ack batch, not from summing these.
-        s.cwnd = window;
+        self.telemetry
+            .controller_changed(&mut s, self.inner.as_ref());
     }
 
     fn on_ack(
@@ -218,6 +279,7 @@ impl Controller for TelemetryController {
             s.bandwidth.on_packet_acked(now, &state, bytes);
         }
         s.newest_acked_sent = Some(s.newest_acked_sent.map_or(sent, |n| n.max(sent)));
+        s.acked_in_batch = s.acked_in_batch.saturating_add(bytes);
     }
 
     fn on_end_acks(
@@ -229,14 +291,18 @@ impl Controller for TelemetryController {
     ) {
         self.inner
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
-        let window = self.inner.window();
+        let inner = self.inner.as_ref();
         self.telemetry.update(|s| {
             // One RTT sample per ack batch, from its newest packet, as RFC 9002 takes it.
             if let Some(sent) = s.newest_acked_sent.take() {
                 s.rtt.on_sample(now.saturating_duration_since(sent));
             }
             s.in_flight = in_flight;
-            s.cwnd = window;
+            // quinn's acknowledgements caught up with (at most) these credited bytes.
+            s.credit = s
+                .credit
+                .saturating_sub(std::mem::take(&mut s.acked_in_batch));
+            self.telemetry.controller_changed(s, inner);
             // Progress: the clock restarts, or stops if nothing is outstanding any more.
             s.unacked_since = (in_flight > 0).then_some(now);
         });
@@ -251,22 +317,25 @@ impl Controller for TelemetryController {
     ) {
         self.inner
             .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
-        let window = self.inner.window();
+        let inner = self.inner.as_ref();
         self.telemetry.update(|s| {
             s.lost_bytes = s.lost_bytes.saturating_add(lost_bytes);
             s.congestion_events = s.congestion_events.saturating_add(1);
-            s.cwnd = window;
+            self.telemetry.controller_changed(s, inner);
         });
     }
 
     fn on_mtu_update(&mut self, new_mtu: u16) {
         self.inner.on_mtu_update(new_mtu);
-        let window = self.inner.window();
-        self.telemetry.update(|s| s.cwnd = window);
+        let inner = self.inner.as_ref();
+        self.telemetry
+            .update(|s| self.telemetry.controller_changed(s, inner));
     }
 
     fn window(&self) -> u64 {
-        self.inner.window()
+        self.inner
+            .window()
+            .saturating_add(self.telemetry.bonus.load(Ordering::Relaxed))
     }
 
     fn metrics(&self) -> quinn::congestion::ControllerMetrics {
@@ -317,5 +386,87 @@ mod tests {
         log.push(later, estimator.on_packet_sent(later, 1200, 0, false));
         assert!(log.acked(later).is_some());
         assert!(log.acked(start).is_none());
+    }
+
+    /// A controller whose window the test sets, in slow start below `ssthresh`.
+    #[derive(Clone)]
+    struct FakeController {
+        window: Arc<AtomicU64>,
+        ssthresh: u64,
+    }
+
+    impl Controller for FakeController {
+        fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: u64) {}
+        fn on_mtu_update(&mut self, _: u16) {}
+        fn window(&self) -> u64 {
+            self.window.load(Ordering::Relaxed)
+        }
+        fn metrics(&self) -> quinn::congestion::ControllerMetrics {
+            let mut metrics = quinn::congestion::ControllerMetrics::default();
+            metrics.congestion_window = self.window();
+            metrics.ssthresh = Some(self.ssthresh);
+            metrics
+        }
+        fn clone_box(&self) -> Box<dyn Controller> {
+            Box::new(self.clone())
+        }
+        fn initial_window(&self) -> u64 {
+            12_000
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn Any> {
+            self
+        }
+    }
+
+    fn wrapped(ssthresh: u64) -> (Arc<Telemetry>, Arc<AtomicU64>, TelemetryController) {
+        let telemetry = Telemetry::new(Duration::from_millis(50), 1e6);
+        let window = Arc::new(AtomicU64::new(12_000));
+        let inner = FakeController {
+            window: window.clone(),
+            ssthresh,
+        };
+        let controller = TelemetryController {
+            inner: Box::new(inner),
+            telemetry: telemetry.clone(),
+        };
+        (telemetry, window, controller)
+    }
+
+    #[test]
+    fn a_delivery_report_opens_the_window_as_early_acks_would() {
+        let (telemetry, window, mut controller) = wrapped(u64::MAX);
+        let now = Instant::now();
+        // quinn: ten 1200-byte packets in flight, none acknowledged yet.
+        controller.on_end_acks(now, 12_000, false, None);
+        assert_eq!(controller.window(), 12_000);
+        // The peer got six of them (and everything quinn sent before: 20 000 bytes of the
+        // handshake); four are on the way.
+        telemetry.on_delivery_report(32_000, 27_200, 0);
+        // Slow start: the six count twice, once as no longer in flight, once as growth.
+        assert_eq!(controller.window(), 12_000 + 2 * 7_200);
+        assert_eq!(telemetry.lock().cwnd, controller.window());
+        let room = controller.window() - 12_000;
+        // quinn's own acknowledgements of the six arrive: its controller grows by them and the
+        // credit goes, leaving the room where the report had put it.
+        window.fetch_add(7_200, Ordering::Relaxed);
+        telemetry.lock().acked_in_batch = 7_200;
+        controller.on_end_acks(now, 4_800, false, None);
+        assert_eq!(telemetry.lock().credit, 0);
+        assert_eq!(controller.window() - 4_800, room);
+    }
+
+    #[test]
+    fn credit_counts_once_after_slow_start_and_never_beyond_what_is_in_flight() {
+        let (telemetry, _, mut controller) = wrapped(0);
+        let now = Instant::now();
+        controller.on_end_acks(now, 12_000, false, None);
+        telemetry.on_delivery_report(12_000, 7_200, 0);
+        assert_eq!(controller.window(), 12_000 + 7_200);
+        // A report of more than was ever sent credits at most what is in flight.
+        telemetry.on_delivery_report(12_000, u64::MAX, 0);
+        assert_eq!(controller.window(), 12_000 + 12_000);
+        // Bytes declared lost are not waited for; bytes neither received nor lost are.
+        telemetry.on_delivery_report(12_000, 6_000, 2_400);
+        assert_eq!(controller.window(), 12_000 + 8_400);
     }
 }

@@ -29,6 +29,7 @@
 //! | 0x17 | [`Frame::ResetStream`] | stream varint, code varint, final size varint |
 //! | 0x18 | [`Frame::StopSending`] | stream varint, code varint |
 //! | 0x19 | [`Frame::PathStatus`] | varint 0 (active) or 1 (backup) |
+//! | 0x1a | [`Frame::PathReceived`] | path varint (fits u32), bytes varint |
 //!
 //! Everything here parses bytes from the network: malformed input is an error, never a panic,
 //! and lengths are checked against their limits before anything is allocated.
@@ -251,6 +252,7 @@ const FIN: u64 = 0x16;
 const RESET_STREAM: u64 = 0x17;
 const STOP_SENDING: u64 = 0x18;
 const PATH_STATUS: u64 = 0x19;
+const PATH_RECEIVED: u64 = 0x1a;
 
 /// A control frame, sent on a path's bidirectional control stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -348,6 +350,16 @@ pub enum Frame {
         /// Backup if set, else active.
         backup: bool,
     },
+    /// How many UDP payload bytes the receiver's quinn has taken in on a path so far, sent on
+    /// the path with the lowest one-way delay so that the sender learns of delivery on a slow
+    /// path before that path's own acknowledgements come back (see
+    /// [`Config::delivery_reports`](crate::Config::delivery_reports)).
+    PathReceived {
+        /// The path the bytes arrived on.
+        path: u32,
+        /// Datagram bytes received on it since it opened.
+        bytes: u64,
+    },
 }
 
 impl Frame {
@@ -382,6 +394,7 @@ impl Frame {
             Frame::ResetStream { .. } => RESET_STREAM,
             Frame::StopSending { .. } => STOP_SENDING,
             Frame::PathStatus { .. } => PATH_STATUS,
+            Frame::PathReceived { .. } => PATH_RECEIVED,
         }
     }
 
@@ -475,6 +488,10 @@ impl Frame {
                 put_varint(buf, *code)
             }
             Frame::PathStatus { backup } => put_varint(buf, u64::from(*backup)),
+            Frame::PathReceived { path, bytes } => {
+                put_varint(buf, u64::from(*path))?;
+                put_varint(buf, *bytes)
+            }
         }
     }
 
@@ -565,6 +582,10 @@ impl Frame {
                     1 => true,
                     _ => return Err(WireError::Malformed("path status is neither 0 nor 1")),
                 },
+            },
+            PATH_RECEIVED => Frame::PathReceived {
+                path: get_path(buf)?,
+                bytes: get_varint(buf)?,
             },
             _ => return Err(WireError::UnknownFrame(frame_type)),
         };

@@ -165,6 +165,9 @@ pub fn variants(
                         flags,
                         &all,
                     );
+                    let flags = json!({"scheduler": s, "cc": "cubic", "delivery_reports": false});
+                    let label = format!("{s}, cubic, no delivery reports");
+                    push("mpquic".into(), label, false, flags, &all);
                 }
             }
         }
@@ -372,6 +375,9 @@ fn mpquic(job: &Job) -> Result<Measured, String> {
     let common = |command: &mut Command| {
         command.args(["--scheduler", scheduler, "--cc", cc, "--timeout", &timeout]);
         command.args(initial_window_args(variant));
+        if variant.flags["delivery_reports"] == json!(false) {
+            command.arg("--no-delivery-reports");
+        }
         command.arg("--cert").arg(&cert);
     };
     let mut server = bed.exec(Side::Server, &tools.bulk);
