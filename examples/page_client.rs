@@ -83,6 +83,9 @@ struct Args {
     /// Congestion controller of every path at both ends: cubic, newreno, bbr or fld.
     #[arg(long, default_value = "cubic")]
     cc: String,
+    /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).
+    #[arg(long)]
+    no_delivery_reports: bool,
     /// Loads to make.
     #[arg(long, default_value_t = 1)]
     reps: usize,
@@ -122,6 +125,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.transport = args.transport.parse::<Transport>()?;
     config.path = args.path;
     config.congestion = args.cc.parse()?;
+    config.delivery_reports = !args.no_delivery_reports;
     if config.transport == Transport::Quinn && args.paths.is_some() {
         return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
     }
@@ -184,6 +188,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             "--cc".to_owned(),
             args.cc.clone(),
         ];
+        if args.no_delivery_reports {
+            common.push("--no-delivery-reports".to_owned());
+        }
         match (config.path, config.transport) {
             (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
             (None, Transport::Quinn) => {}
@@ -252,7 +259,12 @@ async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn st
         server.run_quinn(&endpoint, None).await;
         return Ok(());
     }
-    let config = transport_config(&args.scheduler, args.serve.len(), &args.cc.parse()?)?;
+    let config = transport_config(
+        &args.scheduler,
+        args.serve.len(),
+        &args.cc.parse()?,
+        !args.no_delivery_reports,
+    )?;
     let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
     ready()?;
     server.run(&endpoint, None).await;

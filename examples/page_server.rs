@@ -52,6 +52,9 @@ struct Args {
     /// Congestion controller of every path: cubic, newreno, bbr or fld.
     #[arg(long, default_value = "cubic")]
     cc: String,
+    /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
+    #[arg(long)]
+    no_delivery_reports: bool,
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -84,7 +87,12 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         server.run_quinn(&endpoint, limit).await;
         return Ok(());
     }
-    let config = transport_config(&args.scheduler, 8, &args.cc.parse()?)?;
+    let config = transport_config(
+        &args.scheduler,
+        8,
+        &args.cc.parse()?,
+        !args.no_delivery_reports,
+    )?;
     let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
     println!(
         "serving {} objects on {:?} with {} (certificate in {})",

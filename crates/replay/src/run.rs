@@ -174,6 +174,8 @@ pub struct RunConfig {
     pub load: LoadOptions,
     /// The congestion controller of both ends' paths.
     pub congestion: CongestionControl,
+    /// Whether both ends send and use delivery reports ([`Config::delivery_reports`]).
+    pub delivery_reports: bool,
 }
 
 impl RunConfig {
@@ -194,6 +196,7 @@ impl RunConfig {
             mode: Mode::Loopback,
             load: LoadOptions::default(),
             congestion: CongestionControl::Cubic,
+            delivery_reports: true,
         })
     }
 
@@ -259,12 +262,14 @@ pub fn transport_config(
     scheduler: &str,
     paths: usize,
     congestion: &CongestionControl,
+    delivery_reports: bool,
 ) -> Result<Config, RunError> {
     let mut config = Config::default();
     config
         .scheduler(scheduler)?
         .max_paths(paths.clamp(8, mpquic_sched::MAX_PATHS))?
-        .congestion_control(congestion.clone());
+        .congestion_control(congestion.clone())
+        .delivery_reports(delivery_reports);
     Ok(config)
 }
 
@@ -347,7 +352,12 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
     if run.transport == Transport::Quinn {
         return load_page_quinn(page, run).await;
     }
-    let config = transport_config(&run.scheduler, run.paths, &run.congestion)?;
+    let config = transport_config(
+        &run.scheduler,
+        run.paths,
+        &run.congestion,
+        run.delivery_reports,
+    )?;
     let (cert, key) = self_signed()?;
     let server_endpoint = Arc::new(Endpoint::server(
         &[loopback_local(0)],
@@ -427,7 +437,12 @@ pub async fn load_direct(
     if run.transport == Transport::Quinn {
         return load_direct_quinn(page, run, locals, remotes, cert).await;
     }
-    let config = transport_config(&run.scheduler, run.paths, &run.congestion)?;
+    let config = transport_config(
+        &run.scheduler,
+        run.paths,
+        &run.congestion,
+        run.delivery_reports,
+    )?;
     let (endpoint, conn) =
         tokio::time::timeout(run.load.timeout, connect(config, cert, locals, remotes))
             .await

@@ -5,12 +5,13 @@
 //! the baseline and extra rows: single-path mpquic on each of the scenario's paths alone,
 //! plain quinn (HTTP/3 with h3-quinn) on the better path, tquic's own multipath client and
 //! server (netns only; every object requested at once, see `cargo xtask peers page`), and in
-//! `lte` and `pb-high` priority-bucket and lrf with `--cc fld` and with `--paths auto` (MEH).
+//! `lte` and `pb-high` priority-bucket and lrf with `--cc fld`, with `--paths auto` (MEH) and
+//! with `--no-delivery-reports` (mpquic's own ablation, `Config::delivery_reports`).
 //! Each load is one run of the `page_client` example (`--mode netns` when root and the testbed
 //! is available, else `--mode loopback`) or of `xtask peers page`, bounded by a timeout; each
 //! run appends one JSON line to `raw.jsonl` under the output directory (default
 //! `target/experiment/`), and a run that is already there (same scenario, page, scheduler, cc,
-//! paths, rep, mode and time scale) is skipped, so a killed experiment continues where it
+//! paths, delivery reports, rep, mode and time scale) is skipped, so a killed experiment continues where it
 //! stopped. At the end (also when every run was already done) it writes `summary.md`, `loads.csv`,
 //! `report.md` and SVG charts from every matching record, with the simulator's oracle bound
 //! per scenario and page.
@@ -131,6 +132,8 @@ pub enum VariantKind {
     Fld,
     /// MEH's path count.
     Meh,
+    /// Without mpquic's delivery reports (`Config::delivery_reports`).
+    NoDeliveryReports,
 }
 
 impl Variant {
@@ -152,11 +155,20 @@ impl Variant {
             VariantKind::Tquic => format!("{} + {} (all at once)", self.scheduler, self.cc),
             VariantKind::Fld => format!("{} + fld", self.scheduler),
             VariantKind::Meh => format!("{}, paths auto (MEH)", self.scheduler),
+            VariantKind::NoDeliveryReports => format!("{}, no delivery reports", self.scheduler),
         }
     }
 
+    /// Whether the row runs with mpquic's delivery reports.
+    fn delivery_reports(&self) -> bool {
+        self.kind != VariantKind::NoDeliveryReports
+    }
+
     fn matches(&self, r: &raw::RunId) -> bool {
-        r.scheduler == self.scheduler && r.cc == self.cc && r.paths == self.paths
+        r.scheduler == self.scheduler
+            && r.cc == self.cc
+            && r.paths == self.paths
+            && r.delivery_reports == self.delivery_reports()
     }
 }
 
@@ -224,6 +236,12 @@ pub fn variants(
             rows.push(Variant {
                 paths: "auto".to_owned(),
                 kind: VariantKind::Meh,
+                ..Variant::main(k)
+            });
+        }
+        for &k in &extra {
+            rows.push(Variant {
+                kind: VariantKind::NoDeliveryReports,
                 ..Variant::main(k)
             });
         }
@@ -299,6 +317,7 @@ impl Job<'_> {
             rep: self.rep,
             mode: plan.mode.clone(),
             time_scale: plan.time_scale,
+            delivery_reports: self.variant.delivery_reports(),
         }
     }
 
@@ -551,6 +570,9 @@ impl Programs {
                     cmd.args(["--paths", &v.paths]);
                 }
             }
+        }
+        if !v.delivery_reports() {
+            cmd.arg("--no-delivery-reports");
         }
         cmd
     }
@@ -815,11 +837,18 @@ mod tests {
         let scenario = |name| Scenario::by_name(name).unwrap();
         let high = variants(scenario("pb-high"), &all, true, true);
         let low = variants(scenario("pb-low"), &all, true, true);
-        // Each path alone, quinn, and tquic's variants everywhere; FLD and MEH in pb-high.
+        // Each path alone, quinn, and tquic's variants everywhere; FLD, MEH and no delivery
+        // reports in pb-high.
         let baselines = 2 + 1 + TQUIC_VARIANTS.len();
         assert_eq!(low.len(), all.len() + baselines);
-        assert_eq!(high.len(), all.len() + baselines + 4);
+        assert_eq!(high.len(), all.len() + baselines + 6);
         assert!(high.iter().any(|v| v.cc == "fld" && v.scheduler == "lrf"));
+        let ablation = high
+            .iter()
+            .find(|v| v.kind == VariantKind::NoDeliveryReports)
+            .unwrap();
+        assert_eq!(ablation.label(), "priority-bucket, no delivery reports");
+        assert!(!ablation.delivery_reports());
         assert!(high
             .iter()
             .any(|v| v.paths == "auto" && v.scheduler == "priority-bucket"));

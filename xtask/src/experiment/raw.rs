@@ -27,6 +27,18 @@ pub struct RunId {
     pub mode: String,
     /// page_client's `--time-scale`.
     pub time_scale: f64,
+    /// Whether mpquic's delivery reports were on (left out of the line when they were, as in
+    /// runs recorded before the setting existed).
+    #[serde(default = "on", skip_serializing_if = "is_on")]
+    pub delivery_reports: bool,
+}
+
+fn on() -> bool {
+    true
+}
+
+fn is_on(value: &bool) -> bool {
+    *value
 }
 
 /// A run's identity as a comparable value: its JSON (fields in a fixed order).
@@ -127,6 +139,7 @@ mod tests {
                 rep,
                 mode: "loopback".to_owned(),
                 time_scale: 0.0,
+                delivery_reports: true,
             },
             started_unix: 1,
             wall_s: 0.5,
@@ -158,5 +171,20 @@ mod tests {
         let keys = done(&records);
         assert!(keys.contains(&record(1, None).id.key()));
         assert!(!keys.contains(&record(2, None).id.key()));
+    }
+
+    #[test]
+    fn runs_recorded_before_the_delivery_reports_setting_keep_their_keys() {
+        let with = record(0, None).id;
+        let line = serde_json::to_string(&with).unwrap();
+        assert!(!line.contains("delivery_reports"), "{line}");
+        let parsed: RunId = serde_json::from_str(&line).unwrap();
+        assert!(parsed.delivery_reports);
+        assert_eq!(parsed.key(), with.key());
+        let without = RunId {
+            delivery_reports: false,
+            ..with.clone()
+        };
+        assert_ne!(without.key(), with.key());
     }
 }

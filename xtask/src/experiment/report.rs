@@ -1,6 +1,7 @@
 //! `summary.md` (the tables), `loads.csv` (one line per load), `report.md` (the tables with the
-//! setup, the headline, where PriorityBucket stands, the FLD and MEH rows, the bulk results of
-//! every `bulk.md` found, and the charts), and the SVG charts, from the records of one matrix.
+//! setup, the headline, where PriorityBucket stands, the FLD and MEH rows, the delivery-report
+//! ablation, the bulk results of every `bulk.md` found, and the charts), and the SVG charts,
+//! from the records of one matrix.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -463,6 +464,53 @@ fn extras_section(blocks: &[Block]) -> String {
     }
 }
 
+/// Each scheduler with delivery reports against the same scheduler without them.
+fn delivery_reports_section(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| scenario / page | scheduler | FRT without | FRT with | with vs without | PLT without | PLT with | with vs without |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
+    let mut any = false;
+    for b in blocks {
+        let ablations = b
+            .rows
+            .iter()
+            .filter(|(v, _)| v.kind == VariantKind::NoDeliveryReports);
+        for (v, without) in ablations {
+            let Some(with) = b.main(&v.scheduler) else {
+                continue;
+            };
+            let mean =
+                |s: Option<Summary>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean));
+            any = true;
+            let _ = writeln!(
+                out,
+                "| {} / {} | {} | {} | {} | {} | {} | {} | {} |",
+                b.scenario.name,
+                b.page,
+                v.scheduler,
+                mean(without.frt()),
+                mean(with.frt()),
+                pct(change(with.frt(), without.frt())),
+                mean(without.plt()),
+                mean(with.plt()),
+                pct(change(with.plt(), without.plt())),
+            );
+        }
+    }
+    if any {
+        let _ = writeln!(
+            out,
+            "\nPositive: faster with the reports (the default) than without them, same run."
+        );
+        out
+    } else {
+        "No rows without delivery reports in this matrix (they run in lte and pb-high, with priority-bucket and lrf).\n".to_owned()
+    }
+}
+
 /// `YYYY-MM-DD HH:MM UTC` for a Unix time (Howard Hinnant's civil-from-days).
 pub fn utc(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
@@ -741,6 +789,11 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
         "## FLD and MEH (issue 7)\n\nIn lte ([FLD]'s LTE and 3G links as the two paths) and pb-high:\n"
     );
     let _ = writeln!(report, "{}", extras_section(&blocks));
+    let _ = writeln!(
+        report,
+        "## Delivery reports\n\nmpquic's receiver reports each path's received bytes on the fastest path and the sender credits the path's congestion window with them (`Config::delivery_reports`, on by default); in lte and pb-high each scheduler of the FLD rows also runs without them:\n"
+    );
+    let _ = writeln!(report, "{}", delivery_reports_section(&blocks));
     let _ = writeln!(report, "## Tables\n");
     for b in &blocks {
         let _ = writeln!(report, "{}", block_table(b));
