@@ -179,6 +179,16 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// Both ends' mpquic settings for this run ([`transport_config`]).
+    fn mpquic_config(&self) -> Result<Config, RunError> {
+        transport_config(
+            &self.scheduler,
+            self.paths,
+            &self.congestion,
+            self.delivery_reports,
+        )
+    }
+
     /// `scheduler` over every path of the scenario called `scenario`, on loopback, with the
     /// default [`LoadOptions`] (60 s bound, recorded times).
     ///
@@ -352,12 +362,7 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
     if run.transport == Transport::Quinn {
         return load_page_quinn(page, run).await;
     }
-    let config = transport_config(
-        &run.scheduler,
-        run.paths,
-        &run.congestion,
-        run.delivery_reports,
-    )?;
+    let config = run.mpquic_config()?;
     let (cert, key) = self_signed()?;
     let server_endpoint = Arc::new(Endpoint::server(
         &[loopback_local(0)],
@@ -437,12 +442,7 @@ pub async fn load_direct(
     if run.transport == Transport::Quinn {
         return load_direct_quinn(page, run, locals, remotes, cert).await;
     }
-    let config = transport_config(
-        &run.scheduler,
-        run.paths,
-        &run.congestion,
-        run.delivery_reports,
-    )?;
+    let config = run.mpquic_config()?;
     let (endpoint, conn) =
         tokio::time::timeout(run.load.timeout, connect(config, cert, locals, remotes))
             .await

@@ -334,29 +334,30 @@ fn listening(addr: SocketAddr) {
     let _ = std::io::stdout().flush();
 }
 
-/// A congestion controller config of `$crate_name` (quinn or noq: same API), starting from
-/// `$control`'s initial window if it has one.
-macro_rules! controller {
-    ($crate_name:ident, $config:ident, $control:expr) => {{
-        let mut config = $crate_name::congestion::$config::default();
-        if let Some(bytes) = $control.initial_window {
-            config.initial_window(bytes);
+/// Gives `$transport` (a quinn or noq `TransportConfig`: same API) `$control`'s congestion
+/// controller, starting from its initial window if it has one; `$bbr` is the crate's BBR.
+macro_rules! set_controller {
+    ($crate_name:ident, $transport:expr, $control:expr, $bbr:ident) => {{
+        macro_rules! starting {
+            ($config:ident) => {{
+                let mut config = $crate_name::congestion::$config::default();
+                if let Some(bytes) = $control.initial_window {
+                    config.initial_window(bytes);
+                }
+                Arc::new(config)
+            }};
         }
-        Arc::new(config)
+        match $control.cc {
+            Cc::Cubic => $transport.congestion_controller_factory(starting!(CubicConfig)),
+            Cc::Newreno => $transport.congestion_controller_factory(starting!(NewRenoConfig)),
+            Cc::Bbr => $transport.congestion_controller_factory(starting!($bbr)),
+        };
     }};
 }
 
 fn quinn_transport(control: Control) -> Arc<quinn::TransportConfig> {
     let mut transport = quinn::TransportConfig::default();
-    match control.cc {
-        Cc::Cubic => {
-            transport.congestion_controller_factory(controller!(quinn, CubicConfig, control))
-        }
-        Cc::Newreno => {
-            transport.congestion_controller_factory(controller!(quinn, NewRenoConfig, control))
-        }
-        Cc::Bbr => transport.congestion_controller_factory(controller!(quinn, BbrConfig, control)),
-    };
+    set_controller!(quinn, transport, control, BbrConfig);
     Arc::new(transport)
 }
 
@@ -416,15 +417,7 @@ async fn quinn_client(
 fn noq_transport(control: Control, paths: u32) -> Arc<noq::TransportConfig> {
     let mut transport = noq::TransportConfig::default();
     transport.max_concurrent_multipath_paths(paths.max(1));
-    match control.cc {
-        Cc::Cubic => {
-            transport.congestion_controller_factory(controller!(noq, CubicConfig, control))
-        }
-        Cc::Newreno => {
-            transport.congestion_controller_factory(controller!(noq, NewRenoConfig, control))
-        }
-        Cc::Bbr => transport.congestion_controller_factory(controller!(noq, Bbr3Config, control)),
-    };
+    set_controller!(noq, transport, control, Bbr3Config);
     Arc::new(transport)
 }
 
