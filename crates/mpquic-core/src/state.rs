@@ -594,7 +594,13 @@ impl State {
         send.resend = RangeSet::default();
         send.in_flight.clear();
         send.wake();
-        let final_size = send.next_fresh;
+        // A fin already announced a final size, which the receiver may hold: the reset must
+        // repeat it (RFC 9000 section 4.5), though part of it was never sent. The receiver counts
+        // it all against the connection's data limit, so this end does too.
+        let final_size = send.fin.unwrap_or(send.next_fresh);
+        let unreleased = final_size.saturating_sub(send.released);
+        send.released += unreleased;
+        self.released_total += unreleased;
         self.scheduler.on_stream_closed(now, StreamId(id));
         self.control.push_back((
             None,
