@@ -8,7 +8,8 @@ use std::process::Command;
 mod common;
 use common::Scratch;
 
-fn experiment(out: &std::path::Path) -> std::process::Output {
+/// The smallest matrix with `reps` loads per cell, and `extra` arguments.
+fn experiment(out: &std::path::Path, reps: &str, extra: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args([
             "experiment",
@@ -19,12 +20,13 @@ fn experiment(out: &std::path::Path) -> std::process::Output {
             "--pages",
             "bing-2013",
             "--reps",
-            "1",
+            reps,
             "--mode",
             "loopback",
             "--out",
         ])
         .arg(out)
+        .args(extra)
         .output()
         .expect("run xtask")
 }
@@ -33,7 +35,7 @@ fn experiment(out: &std::path::Path) -> std::process::Output {
 fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
     let out =
         Scratch(std::env::temp_dir().join(format!("mq-experiment-test-{}", std::process::id())));
-    let first = experiment(&out.0);
+    let first = experiment(&out.0, "1", &[]);
     let stderr = String::from_utf8_lossy(&first.stderr);
     assert!(first.status.success(), "{stderr}");
 
@@ -76,7 +78,7 @@ fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
     assert!(svg.starts_with("<svg"));
     assert!(out.0.join("cdf-pb-low-bing-2013.svg").is_file());
 
-    let second = experiment(&out.0);
+    let second = experiment(&out.0, "1", &[]);
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{stderr}");
     assert!(stderr.contains("5 already in"), "{stderr}");
@@ -85,27 +87,7 @@ fn smallest_matrix_writes_raw_summary_report_and_charts_and_resumes() {
 
     // A second rep asked with --report-only: nothing runs, the report is written anyway.
     std::fs::remove_file(out.0.join("report.md")).unwrap();
-    let report_only = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args([
-            "experiment",
-            "--scenarios",
-            "pb-low",
-            "--schedulers",
-            "lrf,priority-bucket",
-        ])
-        .args([
-            "--pages",
-            "bing-2013",
-            "--reps",
-            "2",
-            "--mode",
-            "loopback",
-            "--report-only",
-        ])
-        .arg("--out")
-        .arg(&out.0)
-        .output()
-        .expect("run xtask");
+    let report_only = experiment(&out.0, "2", &["--report-only"]);
     let stderr = String::from_utf8_lossy(&report_only.stderr);
     assert!(report_only.status.success(), "{stderr}");
     assert!(
