@@ -48,7 +48,12 @@ pub(crate) struct TelemetryState {
     pub(crate) one_way: OneWayDelay,
     /// The window quinn sends by: the controller's plus the delivery credit's bonus.
     pub(crate) cwnd: u64,
+    /// quinn's bytes in flight at its last ack batch (less what it declared lost since).
     pub(crate) in_flight: u64,
+    /// Bytes quinn sent since its last ack batch. With `in_flight` this is what is in flight
+    /// now: in a slow-start round most of it was sent after the last batch. (ACK-only packets
+    /// count too, a few bytes high until the next batch resets it.)
+    sent_since_acks: u64,
     /// The wrapped controller's own window.
     controller_window: u64,
     /// Whether the wrapped controller is in slow start (below its threshold).
@@ -91,6 +96,7 @@ impl Telemetry {
                 one_way: OneWayDelay::default(),
                 cwnd: 0,
                 in_flight: 0,
+                sent_since_acks: 0,
                 controller_window: 0,
                 slow_start: false,
                 credit: 0,
@@ -138,14 +144,14 @@ impl Telemetry {
     pub(crate) fn on_delivery_report(&self, sent: u64, received: u64, lost: u64) {
         self.update(|s| {
             let unaccounted = sent.saturating_sub(received).saturating_sub(lost);
-            s.credit = s.in_flight.saturating_sub(unaccounted);
+            s.credit = s.in_flight_now().saturating_sub(unaccounted);
             self.refresh_window(s);
         });
     }
 
     /// Recomputes the window from the controller's and the credit.
     fn refresh_window(&self, s: &mut TelemetryState) {
-        s.credit = s.credit.min(s.in_flight);
+        s.credit = s.credit.min(s.in_flight_now());
         let bonus = if s.slow_start {
             s.credit.saturating_mul(2)
         } else {
@@ -188,6 +194,13 @@ impl Telemetry {
             state.generation = state.generation.wrapping_add(1);
         }
         self.changed.notify_one();
+    }
+}
+
+impl TelemetryState {
+    /// Bytes in flight for quinn now, not only as of its last ack batch.
+    fn in_flight_now(&self) -> u64 {
+        self.in_flight.saturating_add(self.sent_since_acks)
     }
 }
 
@@ -259,6 +272,7 @@ impl Controller for TelemetryController {
             .bandwidth
             .on_packet_sent(now, bytes, in_flight, app_limited);
         s.sent.push(now, state);
+        s.sent_since_acks = s.sent_since_acks.saturating_add(bytes);
         // quinn reports every packet here, ACK-only ones too, which never come back acked: so
         // bytes in flight come from quinn's own count at each ack batch, not from summing these.
         self.telemetry
@@ -298,6 +312,7 @@ impl Controller for TelemetryController {
                 s.rtt.on_sample(now.saturating_duration_since(sent));
             }
             s.in_flight = in_flight;
+            s.sent_since_acks = 0;
             // quinn's acknowledgements caught up with (at most) these credited bytes.
             s.credit = s
                 .credit
@@ -320,6 +335,8 @@ impl Controller for TelemetryController {
         let inner = self.inner.as_ref();
         self.telemetry.update(|s| {
             s.lost_bytes = s.lost_bytes.saturating_add(lost_bytes);
+            s.in_flight = s.in_flight_now().saturating_sub(lost_bytes);
+            s.sent_since_acks = 0;
             s.congestion_events = s.congestion_events.saturating_add(1);
             self.telemetry.controller_changed(s, inner);
         });
@@ -453,6 +470,25 @@ mod tests {
         controller.on_end_acks(now, 4_800, false, None);
         assert_eq!(telemetry.lock().credit, 0);
         assert_eq!(controller.window() - 4_800, room);
+    }
+
+    #[test]
+    fn packets_sent_since_the_last_ack_batch_are_credited_too() {
+        let (telemetry, _, mut controller) = wrapped(u64::MAX);
+        let now = Instant::now();
+        // A slow-start round: nothing was in flight at the last ack batch, then quinn sent ten
+        // packets, and the report comes before any of their acknowledgements.
+        controller.on_end_acks(now, 0, false, None);
+        controller.on_sent(now, 12_000, 9);
+        telemetry.on_delivery_report(12_000, 7_200, 0);
+        assert_eq!(controller.window(), 12_000 + 2 * 7_200);
+        // Bytes quinn declares lost leave the count.
+        controller.on_congestion_event(now, now, false, 4_800);
+        telemetry.on_delivery_report(12_000, 7_200, 4_800);
+        assert_eq!(telemetry.lock().credit, 7_200);
+        // quinn's batch resets the count to its own.
+        controller.on_end_acks(now, 0, false, None);
+        assert_eq!(telemetry.lock().credit, 0);
     }
 
     #[test]
