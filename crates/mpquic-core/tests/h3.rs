@@ -5,70 +5,12 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-
 use bytes::{Buf, Bytes};
 use common::*;
 use mpquic_core::h3::H3Connection;
 use mpquic_core::Config;
 use mpquic_h3_prio::Priority;
-use mpquic_sched::{
-    Grant, PathId, PathSnapshot, SchedError, Scheduler, SchedulerKind, StreamId, StreamMeta,
-};
-
-/// What the wrapped scheduler was told, in order.
-#[derive(Debug, Clone, PartialEq)]
-enum Seen {
-    Meta(StreamMeta),
-    Grant(StreamId),
-}
-
-#[derive(Debug)]
-struct Recording {
-    inner: Box<dyn Scheduler>,
-    log: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Scheduler for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn on_path_added(&mut self, now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.inner.on_path_added(now, path)
-    }
-    fn on_path_updated(&mut self, now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.inner.on_path_updated(now, path)
-    }
-    fn on_path_removed(&mut self, now: Instant, path: PathId) {
-        self.inner.on_path_removed(now, path)
-    }
-    fn on_stream_opened(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.log.lock().unwrap().push(Seen::Meta(*meta));
-        self.inner.on_stream_opened(now, meta)
-    }
-    fn on_stream_updated(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.log.lock().unwrap().push(Seen::Meta(*meta));
-        self.inner.on_stream_updated(now, meta)
-    }
-    fn on_data_queued(&mut self, now: Instant, s: StreamId, bytes: u64) -> Result<(), SchedError> {
-        self.inner.on_data_queued(now, s, bytes)
-    }
-    fn on_stream_finished(&mut self, now: Instant, stream: StreamId) -> Result<(), SchedError> {
-        self.inner.on_stream_finished(now, stream)
-    }
-    fn on_stream_closed(&mut self, now: Instant, stream: StreamId) {
-        self.inner.on_stream_closed(now, stream)
-    }
-    fn poll_send(&mut self, now: Instant, path: PathId, room: u64) -> Option<Grant> {
-        let grant = self.inner.poll_send(now, path, room)?;
-        self.log.lock().unwrap().push(Seen::Grant(grant.stream));
-        Some(grant)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.inner.poll_timeout()
-    }
-}
+use mpquic_sched::{RecordLog, Recorded, Recording, SchedulerKind};
 
 /// The requests: path, priority header, response size.
 const OBJECTS: [(&str, &str, usize); 4] = [
@@ -80,14 +22,14 @@ const OBJECTS: [(&str, &str, usize); 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
-    let server_log = Arc::new(Mutex::new(Vec::new()));
+    let server_log = RecordLog::new(100_000);
     let log = server_log.clone();
     let mut server_config = Config::default();
     server_config.scheduler_factory("priority-bucket", move || {
-        Box::new(Recording {
-            inner: SchedulerKind::PriorityBucket.build(),
-            log: log.clone(),
-        })
+        Box::new(Recording::new(
+            SchedulerKind::PriorityBucket.build(),
+            log.clone(),
+        ))
     });
     let pair = pair_with_server_config(2, Config::default(), server_config).await;
 
@@ -174,14 +116,15 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
 
     // For every response stream, the scheduler heard its urgency and size before granting it
     // anything.
-    let log = server_log.lock().unwrap().clone();
+    let log = server_log.lock().unwrap();
+    let log = log.events();
     for (id, urgency, size) in served {
         let first_grant = log
             .iter()
-            .position(|s| *s == Seen::Grant(id))
+            .position(|s| matches!(s, Recorded::Grant { grant, .. } if grant.stream == id))
             .expect("the stream was granted bytes");
         let told = log[..first_grant].iter().any(|s| {
-            matches!(s, Seen::Meta(m) if m.id == id && m.urgency.get() == urgency
+            matches!(s, Recorded::Meta(m) if m.id == id && m.urgency.get() == urgency
                 && m.size == Some(size as u64))
         });
         assert!(

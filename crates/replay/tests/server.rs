@@ -3,16 +3,14 @@
 //! byte is scheduled.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Buf;
 use mpquic_core::h3::H3Connection;
 use mpquic_core::{Config, Endpoint};
 use mpquic_replay::{connect, har, load, self_signed, LoadError, LoadOptions, Page, PageServer};
-use mpquic_sched::{
-    Grant, PathId, PathSnapshot, SchedError, Scheduler, SchedulerKind, StreamId, StreamMeta,
-};
+use mpquic_sched::{RecordLog, Recorded, Recording, SchedulerKind};
 
 /// A three-object page: a document, a stylesheet and a 3 MB image found by the document.
 fn page() -> Page {
@@ -182,70 +180,17 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
     endpoint.close();
 }
 
-/// What the wrapped scheduler was told, in order.
-#[derive(Debug, Clone, PartialEq)]
-enum Seen {
-    Meta(StreamMeta),
-    Grant(StreamId),
-}
-
-#[derive(Debug)]
-struct Recording {
-    inner: Box<dyn Scheduler>,
-    log: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Scheduler for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn on_path_added(&mut self, now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.inner.on_path_added(now, path)
-    }
-    fn on_path_updated(&mut self, now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
-        self.inner.on_path_updated(now, path)
-    }
-    fn on_path_removed(&mut self, now: Instant, path: PathId) {
-        self.inner.on_path_removed(now, path)
-    }
-    fn on_stream_opened(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.log.lock().unwrap().push(Seen::Meta(*meta));
-        self.inner.on_stream_opened(now, meta)
-    }
-    fn on_stream_updated(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        self.log.lock().unwrap().push(Seen::Meta(*meta));
-        self.inner.on_stream_updated(now, meta)
-    }
-    fn on_data_queued(&mut self, now: Instant, s: StreamId, bytes: u64) -> Result<(), SchedError> {
-        self.inner.on_data_queued(now, s, bytes)
-    }
-    fn on_stream_finished(&mut self, now: Instant, stream: StreamId) -> Result<(), SchedError> {
-        self.inner.on_stream_finished(now, stream)
-    }
-    fn on_stream_closed(&mut self, now: Instant, stream: StreamId) {
-        self.inner.on_stream_closed(now, stream)
-    }
-    fn poll_send(&mut self, now: Instant, path: PathId, room: u64) -> Option<Grant> {
-        let grant = self.inner.poll_send(now, path, room)?;
-        self.log.lock().unwrap().push(Seen::Grant(grant.stream));
-        Some(grant)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.inner.poll_timeout()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
     let page = page();
-    let log = Arc::new(Mutex::new(Vec::new()));
+    let log = RecordLog::new(100_000);
     let mut config = Config::default();
     let recorder = log.clone();
     config.scheduler_factory("priority-bucket", move || {
-        Box::new(Recording {
-            inner: SchedulerKind::PriorityBucket.build(),
-            log: recorder.clone(),
-        })
+        Box::new(Recording::new(
+            SchedulerKind::PriorityBucket.build(),
+            recorder.clone(),
+        ))
     });
     let (addr, cert, endpoint) = start_server(&page, config);
     let (client, conn) = connect(Config::default(), cert, &locals(2), &[addr, addr])
@@ -259,12 +204,13 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
 
     // Every response stream with the object's size: its urgency and size were known before
     // its first grant.
-    let log = log.lock().unwrap().clone();
+    let log = log.lock().unwrap();
+    let log = log.events();
     for object in &page.objects {
         let meta = log
             .iter()
             .find_map(|s| match s {
-                Seen::Meta(m) if m.size == Some(object.size) => Some(*m),
+                Recorded::Meta(m) if m.size == Some(object.size) => Some(*m),
                 _ => None,
             })
             .unwrap_or_else(|| panic!("{}: size {} never told", object.url, object.size));
@@ -274,10 +220,10 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
             "{}",
             object.url
         );
-        let told = log.iter().position(|s| *s == Seen::Meta(meta)).unwrap();
+        let told = log.iter().position(|s| *s == Recorded::Meta(meta)).unwrap();
         let granted = log
             .iter()
-            .position(|s| *s == Seen::Grant(meta.id))
+            .position(|s| matches!(s, Recorded::Grant { grant, .. } if grant.stream == meta.id))
             .expect("the stream was granted bytes");
         assert!(told < granted, "{}: told after its first grant", object.url);
     }

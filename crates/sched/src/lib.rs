@@ -47,6 +47,7 @@
 //!
 //! The [`sim`] module runs any scheduler over emulated paths and a page in virtual time.
 //! The [`meh`] module picks how many paths or subflows a page load opens (\[MEH\], Qian et al.).
+//! [`Recording`] wraps any scheduler and logs the stream metadata it is told and its grants.
 
 mod baseline;
 mod drift;
@@ -56,6 +57,7 @@ mod lrf;
 pub mod meh;
 mod paths;
 mod priority_bucket;
+mod recording;
 mod round_robin;
 mod sa_ecf;
 mod scheduler;
@@ -72,6 +74,7 @@ pub use paths::{PathTable, MAX_PATHS};
 pub use priority_bucket::{
     allocate, allocate_two, AllocPath, Allocation, PriorityBucket, PriorityBucketConfig,
 };
+pub use recording::{RecordLog, Recorded, Recording};
 pub use round_robin::{RoundRobin, RoundRobinConfig};
 pub use sa_ecf::{SaEcf, SaEcfConfig};
 pub use scheduler::Scheduler;
