@@ -48,7 +48,7 @@ pub(crate) struct TelemetryState {
     pub(crate) one_way: OneWayDelay,
     /// The window quinn sends by: the controller's plus the delivery credit's bonus.
     pub(crate) cwnd: u64,
-    /// quinn's bytes in flight at its last ack batch (less what it declared lost since).
+    /// quinn's bytes in flight as of its last ack batch or loss.
     pub(crate) in_flight: u64,
     /// Bytes quinn sent since its last ack batch. With `in_flight` this is what is in flight
     /// now: in a slow-start round most of it was sent after the last batch. (ACK-only packets
