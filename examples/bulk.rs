@@ -73,8 +73,8 @@ struct Args {
     /// Congestion controller on every path: cubic, newreno or bbr.
     #[arg(long, default_value = "cubic")]
     cc: String,
-    /// Bytes every path's congestion window starts with (default: the controller's own, 10
-    /// packets for cubic and newreno).
+    /// Bytes every path's congestion window starts with (default: mpquic's, 32 packets;
+    /// 12000 is quinn's own 10 packets).
     #[arg(long, value_parser = transfer::parse_size)]
     initial_window: Option<u64>,
     /// Turns off the per-path delivery reports (and the window credit they give).

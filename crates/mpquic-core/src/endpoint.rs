@@ -55,7 +55,7 @@ impl EndpointInner {
         let c = &self.config;
         let congestion = congestion.unwrap_or(&c.congestion);
         let varint = |v: u64| VarInt::from_u64(v).unwrap_or(VarInt::MAX);
-        let controller = telemetry.factory(congestion.factory_with(c.initial_window));
+        let controller = telemetry.factory(congestion.factory_with(Some(c.initial_window)));
         let mut t = TransportConfig::default();
         t.congestion_controller_factory(controller)
             // Distinct priorities give strict buckets and FCFS; fairness round-robins only

@@ -73,7 +73,7 @@ mod stream;
 mod telemetry;
 pub mod wire;
 
-pub use config::{Config, CongestionControl, SchedulerFactory};
+pub use config::{Config, CongestionControl, SchedulerFactory, DEFAULT_INITIAL_WINDOW};
 pub use connection::{Connection, PathEvent, PathStats};
 pub use endpoint::{Connecting, Endpoint};
 pub use error::{

@@ -24,9 +24,9 @@
 //!
 //! The peers and their clocks (each is its own; all count the payload only):
 //! - `mpquic`: `examples/bulk` (split roles, `--local`/`--remote` per path) with every
-//!   scheduler and CUBIC, and priority-bucket and lrf with BBR, NewReno, CUBIC from a
-//!   32-packet initial window (`--initial-window 38400`, tquic_tools' default; quinn's own is
-//!   10 packets), and CUBIC without delivery reports (`--no-delivery-reports`, see
+//!   scheduler and CUBIC (from mpquic's default initial window, 32 packets), and
+//!   priority-bucket and lrf with BBR, NewReno, CUBIC from quinn's own 10 packets
+//!   (`--initial-window 12000`), and CUBIC without delivery reports (`--no-delivery-reports`, see
 //!   `Config::delivery_reports`); client to server, timed from opening the stream to the
 //!   server's sha256 answer.
 //! - `mpquic-single`: the same over each path alone (priority-bucket, CUBIC).

@@ -19,9 +19,11 @@ const READY: Duration = Duration::from_secs(15);
 pub const TQUIC_VERSION: &str = "1.6.0";
 /// The file tquic serves.
 const TQUIC_FILE: &str = "bulk.bin";
-/// The larger initial window tried for mpquic, quinn and noq: 32 packets of 1200 bytes,
+/// The larger initial window tried for quinn and noq: 32 packets of 1200 bytes, mpquic's and
 /// tquic_tools' default (quinn's and noq's own is 10 packets).
-const LARGE_INITIAL_WINDOW: u64 = 32 * 1200;
+const LARGE_INITIAL_WINDOW: u64 = mpquic_core::DEFAULT_INITIAL_WINDOW;
+/// quinn's own initial window, 10 packets of 1200 bytes, tried for mpquic.
+const QUINN_INITIAL_WINDOW: u64 = 10 * 1200;
 
 /// A peer: a multipath (or single-path) transport a user could pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -157,10 +159,10 @@ pub fn variants(
                         push("mpquic".into(), format!("{s}, {cc}"), false, flags, &all);
                     }
                     let flags = json!({"scheduler": s, "cc": "cubic",
-                        "initial_window": LARGE_INITIAL_WINDOW});
+                        "initial_window": QUINN_INITIAL_WINDOW});
                     push(
                         "mpquic".into(),
-                        format!("{s}, cubic, IW 32"),
+                        format!("{s}, cubic, IW 10"),
                         false,
                         flags,
                         &all,
