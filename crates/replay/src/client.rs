@@ -200,6 +200,7 @@ where
         bytes: objects.iter().map(|o| o.bytes).sum(),
         per_path_bytes: Default::default(),
         objects,
+        link_drops: Default::default(),
     })
 }
 

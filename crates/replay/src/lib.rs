@@ -66,7 +66,7 @@ pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions};
 pub use har::HarError;
 pub use page::{Discovery, Page, PageObject};
 pub use plain::{quinn_connect, quinn_server};
-pub use report::{LoadReport, ObjectReport, RepeatedReport, Spread};
+pub use report::{LinkDrops, LoadReport, ObjectReport, RepeatedReport, Spread};
 pub use run::{
     auto_paths, better_path, connect, load_direct, load_page, load_page_blocking, load_remote,
     loopback_local, self_signed, transport_config, Mode, RunConfig, RunError, Transport,

@@ -56,6 +56,25 @@ pub struct LoadReport {
     pub per_path_bytes: BTreeMap<u64, u64>,
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
+    /// Datagrams the emulated links dropped during the load, per scenario path index. Only
+    /// loopback loads fill it (their relays are the load's own); a slow load with drops here
+    /// lost packets, one without did not.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub link_drops: BTreeMap<usize, LinkDrops>,
+}
+
+/// What one emulated path dropped in each direction: at its drop-tail queue, and by its
+/// configured random loss.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkDrops {
+    /// Client to server, queue full.
+    pub uplink_queue: u64,
+    /// Client to server, random loss.
+    pub uplink_loss: u64,
+    /// Server to client, queue full.
+    pub downlink_queue: u64,
+    /// Server to client, random loss.
+    pub downlink_loss: u64,
 }
 
 /// What a report without `transport` (written before the quinn baseline) was loaded over.

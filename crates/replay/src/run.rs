@@ -17,7 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use crate::client::{load, load_quinn, LoadError, LoadOptions};
 use crate::page::Page;
 use crate::plain::{quinn_connect, quinn_server};
-use crate::report::LoadReport;
+use crate::report::{LinkDrops, LoadReport};
 use crate::server::{PageServer, ServeError};
 
 /// Where the emulated links run.
@@ -421,9 +421,21 @@ pub async fn load_remote(
     let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
     let fronts: Vec<SocketAddr> = indices.iter().map(|&k| relay.local_addrs()[k]).collect();
     let locals: Vec<SocketAddr> = indices.iter().map(|&k| loopback_local(k)).collect();
-    let report = load_direct(page, run, &locals, &fronts, cert).await;
-    drop(relay);
-    report
+    let mut report = load_direct(page, run, &locals, &fronts, cert).await?;
+    for (k, path) in relay.stats().into_iter().enumerate() {
+        if indices.contains(&k) {
+            report.link_drops.insert(
+                k,
+                LinkDrops {
+                    uplink_queue: path.uplink.dropped_queue,
+                    uplink_loss: path.uplink.dropped_loss,
+                    downlink_queue: path.downlink.dropped_queue,
+                    downlink_loss: path.downlink.dropped_loss,
+                },
+            );
+        }
+    }
+    Ok(report)
 }
 
 /// Loads `page` once from a page server reachable at `remotes` (one address per path), path k

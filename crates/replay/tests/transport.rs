@@ -62,6 +62,13 @@ async fn single_path_mpquic_on_path_one() {
     );
     let on_path: u64 = report.per_path_bytes.values().sum();
     assert!(on_path >= page.total_bytes(), "{on_path} bytes on the path");
+    // The loopback relays count drops for the scenario path the load used, by its index.
+    assert_eq!(
+        report.link_drops.keys().copied().collect::<Vec<_>>(),
+        [1],
+        "{:?}",
+        report.link_drops
+    );
     eprintln!(
         "mpquic path 1 frt {:.1} plt {:.1}",
         report.frt_ms, report.plt_ms
@@ -74,6 +81,7 @@ fn reports_without_transport_are_mpquic() {
         "frt_ms":1.0,"plt_ms":2.0,"bytes":3,"per_path_bytes":{"0":3},"objects":[]}"#;
     let report: LoadReport = serde_json::from_str(line).unwrap();
     assert_eq!(report.transport, "mpquic");
+    assert!(report.link_drops.is_empty());
     let again: LoadReport = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
     assert_eq!(again, report);
 }
