@@ -56,9 +56,9 @@ pub struct LoadReport {
     pub per_path_bytes: BTreeMap<u64, u64>,
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
-    /// Datagrams the emulated links dropped during the load, per scenario path index. Only
-    /// loopback loads fill it (their relays are the load's own); a slow load with drops here
-    /// lost packets, one without did not.
+    /// Datagrams the emulated links dropped during the load, per scenario path index, to tell
+    /// what the queues and the random loss took. Only loopback loads fill it: their relays run
+    /// in the loading process, the namespace testbed's emulator does not.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub link_drops: BTreeMap<usize, LinkDrops>,
 }
