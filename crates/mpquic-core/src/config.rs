@@ -128,6 +128,8 @@ pub struct Config {
     pub(crate) initial_window: u64,
     pub(crate) delivery_reports: bool,
     pub(crate) idle_timeout: Duration,
+    pub(crate) max_sessions: usize,
+    pub(crate) max_half_open: usize,
 }
 
 impl Default for Config {
@@ -149,6 +151,8 @@ impl Default for Config {
             initial_window: DEFAULT_INITIAL_WINDOW,
             delivery_reports: true,
             idle_timeout: Duration::from_secs(10),
+            max_sessions: 4096,
+            max_half_open: 256,
         }
     }
 }
@@ -164,6 +168,8 @@ impl fmt::Debug for Config {
             .field("congestion", &self.congestion)
             .field("initial_window", &self.initial_window)
             .field("delivery_reports", &self.delivery_reports)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_half_open", &self.max_half_open)
             .finish_non_exhaustive()
     }
 }
@@ -350,7 +356,10 @@ impl Config {
         self
     }
 
-    /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it).
+    /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it),
+    /// and a session with no stream open ends after this long without stream data, frames
+    /// or stream operations ([`ConnectionError::TimedOut`](crate::ConnectionError::TimedOut)),
+    /// whatever the keep-alives do.
     ///
     /// # Default
     /// 10 s.
@@ -359,6 +368,32 @@ impl Config {
             return Err(ConfigError::Invalid("idle_timeout (10 ms to 600 s)"));
         }
         self.idle_timeout = timeout;
+        Ok(self)
+    }
+
+    /// Most sessions a server holds at once; a new session beyond it is refused with
+    /// [`codes::SESSION_LIMIT`](crate::codes::SESSION_LIMIT).
+    ///
+    /// # Default
+    /// 4096.
+    pub fn max_sessions(&mut self, sessions: usize) -> Result<&mut Self, ConfigError> {
+        if sessions == 0 {
+            return Err(ConfigError::Invalid("max_sessions (at least 1)"));
+        }
+        self.max_sessions = sessions;
+        Ok(self)
+    }
+
+    /// Most connections a server holds that are not yet a session or a path (TLS handshake
+    /// or first frame under way); quinn refuses more with `CONNECTION_REFUSED`.
+    ///
+    /// # Default
+    /// 256.
+    pub fn max_half_open(&mut self, connections: usize) -> Result<&mut Self, ConfigError> {
+        if connections == 0 {
+            return Err(ConfigError::Invalid("max_half_open (at least 1)"));
+        }
+        self.max_half_open = connections;
         Ok(self)
     }
 }

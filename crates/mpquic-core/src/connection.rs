@@ -145,7 +145,8 @@ impl Shared {
         self.changed.notify_waiters();
     }
 
-    /// Adds a joined path and starts its tasks.
+    /// Adds a joined path and starts its tasks; refused, with nothing started, once the
+    /// connection is over (a join can finish after its session ended).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn add_path(
         self: &Arc<Self>,
@@ -156,15 +157,17 @@ impl Shared {
         control_recv: quinn::RecvStream,
         local: SocketAddr,
         status: PathStatus,
-    ) {
+    ) -> Result<(), ConnectionError> {
         let wake = Arc::new(Notify::new());
         {
             let mut state = self.lock();
+            if let Some(error) = &state.error {
+                return Err(error.clone());
+            }
             let entry = PathEntry {
                 conn: conn.clone(),
                 telemetry: telemetry.clone(),
                 status,
-                up: true,
                 local,
                 remote: conn.remote_address(),
                 control: Arc::new(tokio::sync::Mutex::new(control_send)),
@@ -198,6 +201,7 @@ impl Shared {
         tokio::spawn(watch_closed(self.clone(), id, conn).instrument(span));
         // A new path may be the better place for control frames: repeat nothing, just flush.
         self.control_wake.notify_one();
+        Ok(())
     }
 
     /// Ends the connection with `error` and closes every path with `code` (unless it is over
@@ -244,6 +248,7 @@ impl Shared {
             let text = String::from_utf8_lossy(&close.reason).into_owned();
             match code {
                 codes::PATH_CLOSED | codes::PATH_FAILED => {}
+                codes::SESSION_IDLE => state.fail(ConnectionError::TimedOut),
                 code if code >= codes::FIRST_RESERVED => {
                     state.fail(ConnectionError::PeerReportedError { code, reason: text })
                 }
@@ -451,7 +456,7 @@ impl Connection {
             if let Some(e) = &state.error {
                 return Err(PathError::Closed(e.clone()));
             }
-            if state.paths_up() >= state.config.max_paths {
+            if state.paths.len() >= state.config.max_paths {
                 return Err(PathError::TooManyPaths(state.config.max_paths));
             }
         }
@@ -475,7 +480,15 @@ impl Connection {
         match answer {
             Some(Frame::Joined { path }) => {
                 let id = PathId(path);
-                shared.add_path(id, conn, telemetry, send, recv, local, status);
+                if let Err(e) =
+                    shared.add_path(id, conn.clone(), telemetry, send, recv, local, status)
+                {
+                    conn.close(
+                        quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
+                        b"connection closed",
+                    );
+                    return Err(PathError::Closed(e));
+                }
                 if status == PathStatus::Backup {
                     self.set_path_status(id, status)?;
                 }
@@ -500,7 +513,6 @@ impl Connection {
         let entry = state
             .paths
             .get(&path)
-            .filter(|p| p.up)
             .ok_or(PathError::UnknownPath(path.0))?;
         entry.conn.close(
             quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
@@ -520,7 +532,7 @@ impl Connection {
             ));
         }
         let mut state = self.shared.lock();
-        if !state.paths.get(&path).is_some_and(|p| p.up) {
+        if !state.paths.contains_key(&path) {
             return Err(PathError::UnknownPath(path.0));
         }
         state.apply_path_status(path, status, Instant::now());
@@ -535,33 +547,18 @@ impl Connection {
         Ok(())
     }
 
-    /// Every path this connection has had, with its numbers.
+    /// The paths that are up and the last [`CLOSED_PATHS_KEPT`](crate::CLOSED_PATHS_KEPT)
+    /// closed ones (status [`PathStatus::Down`]), with their numbers, by id.
     pub fn paths(&self) -> Vec<PathStats> {
         let state = self.shared.lock();
-        state
-            .paths
+        let mut paths: Vec<PathStats> = state
+            .closed_paths
             .iter()
-            .map(|(id, p)| {
-                let snapshot = p.telemetry.snapshot(*id, p.status);
-                let t = p.telemetry.lock();
-                PathStats {
-                    id: *id,
-                    local: p.local,
-                    remote: p.remote,
-                    status: p.status,
-                    srtt: snapshot.srtt,
-                    min_rtt: snapshot.min_rtt,
-                    one_way_delay: snapshot.one_way_delay,
-                    bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
-                    cwnd: snapshot.cwnd,
-                    bytes_in_flight: snapshot.bytes_in_flight,
-                    bytes_sent: p.bytes_sent,
-                    bytes_received: p.bytes_received,
-                    lost_bytes: t.lost_bytes,
-                    congestion_events: t.congestion_events,
-                }
-            })
-            .collect()
+            .cloned()
+            .chain(state.paths.iter().map(|(id, p)| p.stats(*id)))
+            .collect();
+        paths.sort_by_key(|p| p.id);
+        paths
     }
 
     /// Path events from now on (a lagging receiver loses the oldest).
@@ -785,18 +782,29 @@ async fn watch_closed(shared: Arc<Shared>, path: PathId, conn: quinn::Connection
 }
 
 /// Writes control frames, each on its path or on the one with the lowest one-way delay; held
-/// data acks when they fall due.
+/// data acks when they fall due. Ends the session when it has been idle too long.
 async fn flush_control(shared: Arc<Shared>) {
     // Also look now and then, so the task ends once the connection is over.
     const RECHECK: Duration = Duration::from_secs(1);
     loop {
         let now = Instant::now();
-        let wake_at = shared
-            .lock()
-            .control_deadline()
-            .map_or(now + RECHECK, |due| due.min(now + RECHECK));
+        let wake_at = {
+            let state = shared.lock();
+            [state.control_deadline(), state.idle_deadline()]
+                .into_iter()
+                .flatten()
+                .fold(now + RECHECK, Instant::min)
+        };
         let _ = tokio::time::timeout_at(wake_at.into(), shared.control_wake.notified()).await;
-        if shared.lock().error.is_some() {
+        let (over, idle) = {
+            let state = shared.lock();
+            let idle = state.idle_deadline().is_some_and(|d| d <= Instant::now());
+            (state.error.is_some(), idle)
+        };
+        if idle {
+            shared.close_all(ConnectionError::TimedOut, codes::SESSION_IDLE, b"idle");
+        }
+        if over || idle {
             return;
         }
         loop {
@@ -820,7 +828,7 @@ async fn flush_control(shared: Arc<Shared>) {
                 batches
                     .into_iter()
                     .filter_map(|(path, buf)| {
-                        let entry = state.paths.get(&path).filter(|p| p.up)?;
+                        let entry = state.paths.get(&path)?;
                         Some((entry.control.clone(), buf))
                     })
                     .collect::<Vec<_>>()
@@ -895,8 +903,9 @@ pub(crate) async fn client_handshake(
             params,
         }) => {
             let config = endpoint.config.clone();
-            let state = State::new(Side::Client, config, local_params, params);
+            let state = State::new(Side::Client, config, local_params, params, Instant::now());
             let shared = Shared::new(state, session, secret, endpoint, server_name);
+            let connection = Connection::new(shared.clone());
             shared.add_path(
                 PathId(path),
                 conn,
@@ -905,8 +914,8 @@ pub(crate) async fn client_handshake(
                 recv,
                 local,
                 PathStatus::Available,
-            );
-            Ok(Connection::new(shared))
+            )?;
+            Ok(connection)
         }
         Some(Frame::Refused { code, reason }) => Err(ConnectionError::Refused { code, reason }),
         other => Err(ConnectionError::Handshake(format!(

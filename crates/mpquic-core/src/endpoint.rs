@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mpquic_sched::{PathId, PathStatus};
 use quinn::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -32,13 +33,68 @@ pub(crate) struct EndpointInner {
     pub(crate) config: Arc<Config>,
     client_tls: Option<quinn::ClientConfig>,
     server: Option<ServerSide>,
-    bound: Mutex<Vec<quinn::Endpoint>>,
+    bound: Mutex<Vec<Bound>>,
+}
+
+/// A quinn endpoint this side is bound to.
+struct Bound {
+    endpoint: quinn::Endpoint,
+    /// Bound for a path (not one of the addresses the endpoint was created with): released
+    /// once no connection uses it.
+    on_demand: bool,
 }
 
 struct ServerSide {
     tls: quinn::ServerConfig,
     sessions: Mutex<HashMap<SessionId, Weak<Shared>>>,
     accepted: mpsc::Sender<Connection>,
+    /// Connections accepted from quinn that are not yet a session or a path.
+    half_open: Arc<AtomicUsize>,
+}
+
+/// One half-open connection, counted until it is admitted or refused.
+struct HalfOpen(Arc<AtomicUsize>);
+
+impl HalfOpen {
+    /// Counts one more, unless `limit` are open already.
+    fn try_new(count: &Arc<AtomicUsize>, limit: usize) -> Option<Self> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Self(count.clone()))
+    }
+}
+
+impl Drop for HalfOpen {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A new session whose first path is not added yet: ended, with its task, if admission fails
+/// or is abandoned (the peer stopped listening, or the handshake timed out).
+struct PendingSession {
+    shared: Arc<Shared>,
+    started: bool,
+}
+
+impl PendingSession {
+    /// The session is set up: it lives on.
+    fn started(mut self) -> Arc<Shared> {
+        self.started = true;
+        self.shared.clone()
+    }
+}
+
+impl Drop for PendingSession {
+    fn drop(&mut self) {
+        if !self.started {
+            let error = ConnectionError::Handshake("session set-up failed".into());
+            self.shared.close_all(error, codes::PROTOCOL_VIOLATION, b"");
+        }
+    }
 }
 
 impl EndpointInner {
@@ -86,7 +142,7 @@ impl EndpointInner {
     ) -> Result<(quinn::Connection, SocketAddr), PathError> {
         let mut tls = self.client_tls.clone().ok_or(PathError::NotClient)?;
         tls.transport_config(self.transport(telemetry, congestion));
-        let endpoint = self.bind_client(local)?;
+        let endpoint = self.bind_client(local, true)?;
         let bound = endpoint.local_addr().unwrap_or(local);
         let conn = endpoint
             .connect_with(tls, remote, server_name)
@@ -96,18 +152,38 @@ impl EndpointInner {
         Ok((conn, bound))
     }
 
-    fn bind_client(&self, local: SocketAddr) -> Result<quinn::Endpoint, PathError> {
+    /// The quinn endpoints this side is bound to, after releasing those bound for paths whose
+    /// connections are all gone (closed and drained).
+    fn bound(&self) -> MutexGuard<'_, Vec<Bound>> {
         let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        bound.retain(|b| !b.on_demand || b.endpoint.open_connections() > 0);
+        bound
+    }
+
+    /// The client endpoint bound to `local`, bound now if there is none (port 0: a fresh
+    /// port). Endpoints bound for paths whose connections are all gone are released here.
+    fn bind_client(
+        &self,
+        local: SocketAddr,
+        on_demand: bool,
+    ) -> Result<quinn::Endpoint, PathError> {
+        let mut bound = self.bound();
         if local.port() != 0 {
-            if let Some(e) = bound.iter().find(|e| e.local_addr().ok() == Some(local)) {
-                return Ok(e.clone());
+            if let Some(b) = bound
+                .iter()
+                .find(|b| b.endpoint.local_addr().ok() == Some(local))
+            {
+                return Ok(b.endpoint.clone());
             }
         }
         let endpoint = quinn::Endpoint::client(local).map_err(|e| PathError::Bind {
             addr: local,
             reason: e.to_string(),
         })?;
-        bound.push(endpoint.clone());
+        bound.push(Bound {
+            endpoint: endpoint.clone(),
+            on_demand,
+        });
         Ok(endpoint)
     }
 }
@@ -147,7 +223,7 @@ impl Endpoint {
             bound: Mutex::new(Vec::new()),
         });
         for addr in local {
-            inner.bind_client(*addr).map_err(|e| match e {
+            inner.bind_client(*addr, false).map_err(|e| match e {
                 PathError::Bind { addr, reason } => ConfigError::Bind { addr, reason },
                 other => ConfigError::Tls(other.to_string()),
             })?;
@@ -176,6 +252,7 @@ impl Endpoint {
                 tls: tls.clone(),
                 sessions: Mutex::new(HashMap::new()),
                 accepted: tx,
+                half_open: Arc::new(AtomicUsize::new(0)),
             }),
             bound: Mutex::new(Vec::new()),
         });
@@ -185,11 +262,10 @@ impl Endpoint {
                     addr: *addr,
                     reason: e.to_string(),
                 })?;
-            inner
-                .bound
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(endpoint.clone());
+            inner.bound().push(Bound {
+                endpoint: endpoint.clone(),
+                on_demand: false,
+            });
             tokio::spawn(listen(Arc::downgrade(&inner), endpoint));
         }
         Ok(Self {
@@ -198,14 +274,13 @@ impl Endpoint {
         })
     }
 
-    /// The addresses this endpoint is bound to.
+    /// The addresses this endpoint is bound to: the ones it was created with, and those bound
+    /// for paths while their connections last.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.inner
-            .bound
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .bound()
             .iter()
-            .filter_map(|e| e.local_addr().ok())
+            .filter_map(|b| b.endpoint.local_addr().ok())
             .collect()
     }
 
@@ -239,14 +314,8 @@ impl Endpoint {
 
     /// Stops listening and closes every quinn endpoint.
     pub fn close(&self) {
-        for endpoint in self
-            .inner
-            .bound
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            endpoint.close(0u32.into(), b"endpoint closed");
+        for bound in self.inner.bound().iter() {
+            bound.endpoint.close(0u32.into(), b"endpoint closed");
         }
     }
 }
@@ -279,6 +348,12 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
         let Some(server) = &inner.server else {
             return;
         };
+        let Some(half_open) = HalfOpen::try_new(&server.half_open, inner.config.max_half_open)
+        else {
+            tracing::debug!("too many half-open connections: refusing one");
+            incoming.refuse();
+            continue;
+        };
         let telemetry = inner.new_telemetry();
         let mut tls = server.tls.clone();
         tls.transport_config(inner.transport(&telemetry, None));
@@ -287,6 +362,7 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
             Ok(connecting) => {
                 tokio::spawn(
                     async move {
+                        let _half_open = half_open;
                         let Ok(conn) = connecting.await else {
                             return;
                         };
@@ -351,9 +427,28 @@ async fn admit(
         Some(Frame::NewSession { params }) => {
             let (session, secret) = session::new_session()
                 .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            let mut state = State::new(Side::Server, inner.config.clone(), local_params, params);
-            state.next_path_id = 1;
-            let shared = Shared::new(state, session, secret, inner.clone(), String::new());
+            let shared = {
+                let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error.is_none()));
+                if sessions.len() >= inner.config.max_sessions {
+                    return Err(Refusal::new(codes::SESSION_LIMIT, "too many sessions"));
+                }
+                let now = Instant::now();
+                let mut state = State::new(
+                    Side::Server,
+                    inner.config.clone(),
+                    local_params,
+                    params,
+                    now,
+                );
+                state.next_path_id = 1;
+                let shared = Shared::new(state, session, secret, inner.clone(), String::new());
+                sessions.insert(session, Arc::downgrade(&shared));
+                PendingSession {
+                    shared,
+                    started: false,
+                }
+            };
             let mut buf = Vec::new();
             Frame::Welcome {
                 session,
@@ -366,21 +461,20 @@ async fn admit(
             send.write_all(&buf)
                 .await
                 .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            {
-                let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error.is_none()));
-                sessions.insert(session, Arc::downgrade(&shared));
-            }
-            shared.add_path(
-                PathId(0),
-                conn,
-                telemetry,
-                send,
-                recv,
-                local,
-                PathStatus::Available,
-            );
-            if server.accepted.send(Connection::new(shared)).await.is_err() {
+            let shared = shared.started();
+            let connection = Connection::new(shared.clone());
+            shared
+                .add_path(
+                    PathId(0),
+                    conn,
+                    telemetry,
+                    send,
+                    recv,
+                    local,
+                    PathStatus::Available,
+                )
+                .map_err(|e| Refusal::new(codes::UNKNOWN_SESSION, &e.to_string()))?;
+            if server.accepted.send(connection).await.is_err() {
                 tracing::debug!("endpoint gone; dropping a new session");
             }
             Ok(())
@@ -405,7 +499,7 @@ async fn admit(
                 if state.error.is_some() {
                     return Err(Refusal::new(codes::UNKNOWN_SESSION, "session closed"));
                 }
-                if state.paths_up() >= state.config.max_paths {
+                if state.paths.len() >= state.config.max_paths {
                     return Err(Refusal::new(codes::TOO_MANY_PATHS, "too many paths"));
                 }
                 let id = state.next_path_id;
@@ -419,15 +513,18 @@ async fn admit(
             send.write_all(&buf)
                 .await
                 .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            shared.add_path(
-                PathId(id),
-                conn,
-                telemetry,
-                send,
-                recv,
-                local,
-                PathStatus::Available,
-            );
+            // The session may have ended while `Joined` was being written.
+            shared
+                .add_path(
+                    PathId(id),
+                    conn,
+                    telemetry,
+                    send,
+                    recv,
+                    local,
+                    PathStatus::Available,
+                )
+                .map_err(|_| Refusal::new(codes::UNKNOWN_SESSION, "session closed"))?;
             Ok(())
         }
         _ => Err(Refusal::new(

@@ -39,6 +39,10 @@ pub mod codes {
     pub const STREAM_LIMIT: u64 = 0x6d70_000a;
     /// Overlapping chunks carried different bytes for the same offsets.
     pub const CONFLICTING_DATA: u64 = 0x6d70_000b;
+    /// The server already has its configured maximum of sessions.
+    pub const SESSION_LIMIT: u64 = 0x6d70_000c;
+    /// Nothing happened on the session for its idle timeout.
+    pub const SESSION_IDLE: u64 = 0x6d70_000d;
 }
 
 /// A violation of the mpquic protocol by the peer. Each closes the connection with its code.
@@ -85,6 +89,17 @@ pub enum ProtocolError {
     /// A frame that is not allowed where it came (e.g. a second session frame).
     #[error("unexpected frame: {0}")]
     UnexpectedFrame(&'static str),
+    /// The peer's chunks would cost the receiver more than twice its window in memory (e.g.
+    /// single bytes behind holes).
+    #[error("stream {stream}: buffering the peer's chunks would cost {footprint} bytes of memory, beyond {limit}")]
+    ExcessiveBuffering {
+        /// The stream whose chunk crossed the limit.
+        stream: u64,
+        /// The memory the buffered chunks would cost.
+        footprint: u64,
+        /// Twice the stream's or the connection's window.
+        limit: u64,
+    },
 }
 
 impl ProtocolError {
@@ -92,7 +107,9 @@ impl ProtocolError {
     pub fn code(&self) -> u64 {
         match self {
             Self::Wire(_) => codes::FRAME_ENCODING,
-            Self::StreamWindow { .. } | Self::ConnectionWindow { .. } => codes::FLOW_CONTROL,
+            Self::StreamWindow { .. }
+            | Self::ConnectionWindow { .. }
+            | Self::ExcessiveBuffering { .. } => codes::FLOW_CONTROL,
             Self::ConflictingData { .. } => codes::CONFLICTING_DATA,
             Self::StreamState(_) => codes::STREAM_STATE,
             Self::StreamLimit(_) => codes::STREAM_LIMIT,
@@ -130,6 +147,9 @@ pub enum ConnectionError {
     /// Every path is gone.
     #[error("every path is down")]
     AllPathsDown,
+    /// Nothing happened on the session for its idle timeout (either end may find it).
+    #[error("the session was idle for its idle timeout")]
+    TimedOut,
     /// Setting up the first path failed.
     #[error("handshake failed: {0}")]
     Handshake(String),
@@ -199,6 +219,9 @@ pub enum WriteError {
     /// An urgency outside RFC 9218's 0..=7.
     #[error("urgency {0} is outside 0..=7")]
     InvalidUrgency(u8),
+    /// A reset code that does not fit a QUIC varint (at most 2^62 - 1).
+    #[error("code {0:#x} does not fit a QUIC varint")]
+    InvalidCode(u64),
     /// The connection is closed.
     #[error("connection closed: {0}")]
     ConnectionLost(#[from] ConnectionError),
@@ -209,7 +232,9 @@ impl From<WriteError> for io::Error {
         let kind = match e {
             WriteError::Stopped(_) => io::ErrorKind::ConnectionReset,
             WriteError::ClosedStream => io::ErrorKind::NotConnected,
-            WriteError::InvalidUrgency(_) => io::ErrorKind::InvalidInput,
+            WriteError::InvalidUrgency(_) | WriteError::InvalidCode(_) => {
+                io::ErrorKind::InvalidInput
+            }
             WriteError::ConnectionLost(_) => io::ErrorKind::ConnectionAborted,
         };
         io::Error::new(kind, e)
@@ -228,6 +253,9 @@ pub enum ReadError {
     /// This side already stopped the stream.
     #[error("stream already stopped")]
     ClosedStream,
+    /// A stop code that does not fit a QUIC varint (at most 2^62 - 1).
+    #[error("code {0:#x} does not fit a QUIC varint")]
+    InvalidCode(u64),
 }
 
 impl From<ReadError> for io::Error {
@@ -235,6 +263,7 @@ impl From<ReadError> for io::Error {
         let kind = match e {
             ReadError::Reset(_) => io::ErrorKind::ConnectionReset,
             ReadError::ClosedStream => io::ErrorKind::NotConnected,
+            ReadError::InvalidCode(_) => io::ErrorKind::InvalidInput,
             ReadError::ConnectionLost(_) => io::ErrorKind::ConnectionAborted,
         };
         io::Error::new(kind, e)

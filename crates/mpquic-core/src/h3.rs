@@ -25,6 +25,7 @@ fn connection_error(e: ConnectionError) -> ConnectionErrorIncoming {
         ConnectionError::ApplicationClosed { code, .. } => {
             ConnectionErrorIncoming::ApplicationClose { error_code: code }
         }
+        ConnectionError::TimedOut => ConnectionErrorIncoming::Timeout,
         other => ConnectionErrorIncoming::Undefined(Arc::new(other)),
     }
 }

@@ -66,11 +66,14 @@ pub mod fld;
 pub mod h3;
 mod pending_acks;
 mod reassembly;
+mod receive_window;
 mod send_buffer;
-mod session;
+pub mod session;
 mod state;
 mod stream;
 mod telemetry;
+#[cfg(test)]
+mod test_heap;
 pub mod wire;
 
 pub use config::{Config, CongestionControl, SchedulerFactory, DEFAULT_INITIAL_WINDOW};
@@ -81,5 +84,5 @@ pub use error::{
     ReadToEndError, WriteError,
 };
 pub use mpquic_sched::{PathId, PathStatus, StreamId};
-pub use state::Side;
+pub use state::{Side, CLOSED_PATHS_KEPT};
 pub use stream::{RecvStream, SendStream};

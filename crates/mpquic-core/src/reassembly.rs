@@ -3,11 +3,24 @@
 //! A stream's chunks arrive over several paths, so out of order, and a chunk lost with a path
 //! may be sent again on another one, possibly cut differently, so duplicated and overlapping.
 //! [`Reassembler`] buffers each byte once, checks that re-sent bytes match what is already
-//! buffered, and hands the bytes out in order as zero-copy slices of the received chunks.
+//! buffered, and hands the bytes out in order, as zero-copy slices of the received chunks
+//! where that does not keep much more memory alive than the bytes themselves.
+//!
+//! Memory is what it really costs, not what the bytes count: a slice keeps its whole chunk's
+//! allocation alive, and every buffered range has a fixed overhead. [`Reassembler::footprint`]
+//! charges both, so the receiver can bound it whatever the peer's chunking (a peer that cuts
+//! a stream into one-byte pieces behind a hole would otherwise buffer ~160 bytes of heap per
+//! byte of window).
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+
+/// Heap bytes one buffered range costs besides its data: its slot in the map's nodes (which
+/// are half full at worst), the allocator's header and rounding of a small allocation, and the
+/// shared-ownership header a sliced `Bytes` grows. Measured by the `footprint_covers_the_heap`
+/// test below.
+pub(crate) const RANGE_OVERHEAD: u64 = 160;
 
 /// Why an insert was refused; nothing from a refused insert is stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,22 +44,49 @@ pub(crate) enum ReassemblyError {
     Overflow,
 }
 
+/// Buffered bytes at one offset and the size of the allocation they keep alive.
+#[derive(Debug)]
+struct Held {
+    data: Bytes,
+    /// At least `data.len()`, at most twice it (see [`Held::compact`]).
+    allocation: u64,
+}
+
+impl Held {
+    /// Bytes that own their allocation exactly: a whole received chunk, or a copy.
+    fn exact(data: Bytes) -> Self {
+        let allocation = data.len() as u64;
+        Self { data, allocation }
+    }
+
+    /// Copies the bytes out once they are less than half of the allocation they keep alive,
+    /// so that a slice never pins more than twice its size. Each byte is copied at most about
+    /// once on average, as every copy halves the allocation at least.
+    fn compact(&mut self) {
+        if (self.data.len() as u64) * 2 < self.allocation {
+            *self = Self::exact(Bytes::copy_from_slice(&self.data));
+        }
+    }
+}
+
 /// Buffers a stream's out-of-order bytes and hands them out in order.
 ///
-/// Memory stays within the flow-control window: everything buffered lies in
+/// Bytes stay within the flow-control window: everything buffered lies in
 /// `[read_offset(), limit)`, so `buffered() <= limit - read_offset()` as long as the caller
-/// never lowers `limit`.
+/// never lowers `limit`. Their memory is [`Reassembler::footprint`].
 #[derive(Debug, Default)]
 pub(crate) struct Reassembler {
     /// Buffered bytes by start offset: non-empty, non-overlapping, all at or after
     /// `read_offset`.
-    ranges: BTreeMap<u64, Bytes>,
+    ranges: BTreeMap<u64, Held>,
     /// Bytes handed out so far.
     read_offset: u64,
     /// End of the in-order prefix received; cached because reads and flow control ask often.
     contiguous_end: u64,
     /// Bytes in `ranges`.
     buffered: u64,
+    /// Sum of the ranges' allocations.
+    allocated: u64,
     /// Largest `offset + len` accepted.
     highest_end: u64,
 }
@@ -60,6 +100,10 @@ impl Reassembler {
     /// Inserts `data` received at `offset`; `limit` is the exclusive end the flow-control
     /// window allows. Bytes already read are dropped unchecked; bytes already buffered must
     /// match and are kept once. On error nothing is stored and nothing changes.
+    ///
+    /// `data` is kept as it is when all of it is new (its allocation is then charged at its
+    /// length: give it a chunk that owns its allocation exactly); new parts of a chunk that
+    /// overlaps what is buffered or read are copied, so that they do not keep the rest alive.
     pub(crate) fn insert(
         &mut self,
         offset: u64,
@@ -80,14 +124,25 @@ impl Reassembler {
             Vec::new()
         };
         self.highest_end = self.highest_end.max(end);
+        let whole = matches!(parts.as_slice(), [(_, part)] if part.len() == data.len());
         for (at, part) in parts {
-            self.buffered += part.len() as u64;
-            self.ranges.insert(at, part);
+            let held = if whole {
+                Held::exact(part)
+            } else {
+                Held::exact(Bytes::copy_from_slice(&part))
+            };
+            self.add(at, held);
         }
-        while let Some(part) = self.ranges.get(&self.contiguous_end) {
-            self.contiguous_end += part.len() as u64;
+        while let Some(held) = self.ranges.get(&self.contiguous_end) {
+            self.contiguous_end += held.data.len() as u64;
         }
         Ok(())
+    }
+
+    fn add(&mut self, at: u64, held: Held) {
+        self.buffered += held.data.len() as u64;
+        self.allocated += held.allocation;
+        self.ranges.insert(at, held);
     }
 
     /// The parts of `data` (starting at `start`, at or after `read_offset`, non-empty) not yet
@@ -102,6 +157,7 @@ impl Reassembler {
         // The range starting before `start` may reach into `data`.
         let before = self.ranges.range(..start).next_back();
         for (&held_start, held) in before.into_iter().chain(self.ranges.range(start..end)) {
+            let held = &held.data;
             let held_end = held_start + held.len() as u64;
             if held_end <= cursor {
                 continue;
@@ -137,13 +193,17 @@ impl Reassembler {
         if *entry.key() != self.read_offset {
             return None;
         }
-        let mut data = entry.remove();
-        let head = if data.len() > max {
-            let head = data.split_to(max);
-            self.ranges.insert(self.read_offset + max as u64, data);
+        let mut held = entry.remove();
+        self.allocated -= held.allocation;
+        let head = if held.data.len() > max {
+            let head = held.data.split_to(max);
+            // The rest still keeps the whole allocation alive, until it is small enough to copy.
+            held.compact();
+            self.allocated += held.allocation;
+            self.ranges.insert(self.read_offset + max as u64, held);
             head
         } else {
-            data
+            held.data
         };
         self.read_offset += head.len() as u64;
         self.buffered -= head.len() as u64;
@@ -159,6 +219,12 @@ impl Reassembler {
     /// byte below it has arrived.
     pub(crate) fn contiguous_end(&self) -> u64 {
         self.contiguous_end
+    }
+
+    /// Heap bytes the buffered ranges cost: their allocations plus [`RANGE_OVERHEAD`] each.
+    /// At most `2 * buffered() + RANGE_OVERHEAD * ranges`.
+    pub(crate) fn footprint(&self) -> u64 {
+        self.allocated + RANGE_OVERHEAD * self.ranges.len() as u64
     }
 
     /// Bytes held in memory.
@@ -352,6 +418,71 @@ mod tests {
         assert_eq!(r.highest_end(), 12);
         r.insert(20, bytes(b"z"), 100).unwrap();
         assert_eq!(r.highest_end(), 21);
+    }
+
+    #[test]
+    fn a_chunk_that_adds_one_byte_keeps_one_byte() {
+        let mut r = Reassembler::new();
+        r.insert(10, Bytes::from(vec![7u8; 1 << 20]), 4 << 20)
+            .unwrap();
+        let whole = r.footprint();
+        assert_eq!(
+            whole,
+            (1 << 20) + RANGE_OVERHEAD,
+            "a whole chunk is kept as it is"
+        );
+        // One byte before it: one new byte, copied out of the 1 MiB chunk.
+        r.insert(9, Bytes::from(vec![7u8; 1 << 20]), 4 << 20)
+            .unwrap();
+        assert_eq!(r.footprint(), whole + 1 + RANGE_OVERHEAD);
+        assert_eq!(r.buffered(), (1 << 20) + 1);
+    }
+
+    #[test]
+    fn a_partly_read_chunk_is_copied_once_it_is_under_half_its_allocation() {
+        let mut r = Reassembler::new();
+        let chunk = Bytes::from((0..=255u8).cycle().take(1000).collect::<Vec<_>>());
+        r.insert(0, chunk.clone(), 1000).unwrap();
+        let head = r.read(400).unwrap();
+        assert_eq!(head.as_ptr(), chunk.as_ptr(), "reads stay zero-copy");
+        assert_eq!(
+            r.footprint(),
+            1000 + RANGE_OVERHEAD,
+            "the rest keeps the chunk alive"
+        );
+        let _ = r.read(200).unwrap();
+        // 400 bytes left of a 1000-byte allocation: copied, so only they stay.
+        assert_eq!(r.footprint(), 400 + RANGE_OVERHEAD);
+        assert_eq!(read_all(&mut r), chunk[600..]);
+        assert_eq!(r.footprint(), 0);
+    }
+
+    #[test]
+    fn footprint_covers_the_heap() {
+        // The worst chunkings: single bytes behind holes, one-byte additions that overlap big
+        // chunks, and small chunks read a byte at a time.
+        for pattern in 0..3u64 {
+            let before = crate::test_heap::live();
+            let mut r = Reassembler::new();
+            for i in 0..20_000u64 {
+                let (offset, len) = match pattern {
+                    0 => (2 * i + 1, 1),
+                    1 => (4_000_000 - i, 4096),
+                    _ => (100 * i, 100),
+                };
+                r.insert(offset, Bytes::from(vec![1u8; len]), u64::MAX)
+                    .unwrap();
+                if pattern == 2 {
+                    r.read(1).unwrap();
+                }
+            }
+            let measured = crate::test_heap::live() - before;
+            assert!(
+                measured <= r.footprint() as i64,
+                "pattern {pattern}: the heap grew by {measured} bytes, footprint {}",
+                r.footprint()
+            );
+        }
     }
 
     /// SplitMix64: the delivery order and read sizes, reproducible from the seed.

@@ -11,9 +11,9 @@ use sha2::Sha256;
 use crate::wire::SessionId;
 
 /// Length of the join secret in bytes (128 bits).
-pub(crate) const SECRET_LEN: usize = 16;
+pub const SECRET_LEN: usize = 16;
 /// Length of a join proof in bytes.
-pub(crate) const PROOF_LEN: usize = 32;
+pub const PROOF_LEN: usize = 32;
 
 const EXPORTER_LABEL: &[u8] = b"EXPORTER-mpquic-join";
 const PROOF_DOMAIN: &[u8] = b"mpquic join v1";
@@ -31,8 +31,9 @@ pub(crate) fn new_session() -> Result<(SessionId, [u8; SECRET_LEN]), getrandom::
     ))
 }
 
-/// The keying material both ends of `conn` derive for a join of `session`.
-pub(crate) fn exporter(conn: &quinn::Connection, session: SessionId) -> Option<[u8; 32]> {
+/// The keying material both ends of `conn` derive for a join of `session`; `None` if the
+/// connection's TLS session cannot export (it is not established).
+pub fn exporter(conn: &quinn::Connection, session: SessionId) -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
     conn.export_keying_material(&mut out, EXPORTER_LABEL, &session.0.to_be_bytes())
         .ok()?;
@@ -47,8 +48,8 @@ fn mac(secret: &[u8; SECRET_LEN], session: SessionId, exported: &[u8; 32]) -> Hm
     mac
 }
 
-/// The proof a joining path presents.
-pub(crate) fn proof(
+/// The proof a joining path presents in [`Frame::Join`](crate::wire::Frame::Join).
+pub fn proof(
     secret: &[u8; SECRET_LEN],
     session: SessionId,
     exported: &[u8; 32],

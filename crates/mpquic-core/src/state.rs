@@ -19,13 +19,17 @@ use crate::config::Config;
 use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
 use crate::pending_acks::PendingAcks;
 use crate::reassembly::{Reassembler, ReassemblyError};
+use crate::receive_window::ReceiveWindow;
 use crate::send_buffer::{RangeSet, SendBuffer};
 use crate::telemetry::Telemetry;
-use crate::wire::{Frame, Params};
-use crate::PathEvent;
+use crate::wire::{Frame, Params, MAX_VARINT};
+use crate::{PathEvent, PathStats};
 
 /// Largest grant asked of the scheduler at once, so that decisions stay close to the wire.
 pub(crate) const MAX_GRANT: u64 = 64 * 1024;
+
+/// How many closed paths [`Connection::paths`](crate::Connection::paths) still lists.
+pub const CLOSED_PATHS_KEPT: usize = 16;
 
 /// Which end of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +170,9 @@ pub(crate) struct RecvState {
     final_size: Option<u64>,
     /// Highest end offset counted against the connection window.
     counted_end: u64,
+    /// The offset up to which this stream's counted bytes were given back to the connection
+    /// window: the read offset, or `counted_end` once the bytes are discarded.
+    credited: u64,
     reset: Option<u64>,
     stopped: bool,
     /// The last data ack queued (offset, fin).
@@ -180,6 +187,7 @@ impl RecvState {
             max_stream_data: window,
             final_size: None,
             counted_end: 0,
+            credited: 0,
             reset: None,
             stopped: false,
             acked: (0, false),
@@ -196,6 +204,16 @@ impl RecvState {
     fn complete(&self) -> bool {
         self.final_size == Some(self.reasm.contiguous_end())
     }
+
+    /// Drops the buffered bytes, which nobody will read: returns the credit they held for the
+    /// connection window and the memory they cost.
+    fn discard(&mut self) -> (u64, u64) {
+        let footprint = self.reasm.footprint();
+        self.reasm = Reassembler::new();
+        let credit = self.counted_end - self.credited;
+        self.credited = self.counted_end;
+        (credit, footprint)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -210,7 +228,6 @@ pub(crate) struct PathEntry {
     pub(crate) conn: quinn::Connection,
     pub(crate) telemetry: Arc<Telemetry>,
     pub(crate) status: PathStatus,
-    pub(crate) up: bool,
     pub(crate) local: SocketAddr,
     pub(crate) remote: SocketAddr,
     pub(crate) control: Arc<tokio::sync::Mutex<quinn::SendStream>>,
@@ -235,6 +252,28 @@ pub(crate) struct PathEntry {
 }
 
 impl PathEntry {
+    /// The path's numbers for [`Connection::paths`](crate::Connection::paths).
+    pub(crate) fn stats(&self, id: PathId) -> PathStats {
+        let snapshot = self.telemetry.snapshot(id, self.status);
+        let t = self.telemetry.lock();
+        PathStats {
+            id,
+            local: self.local,
+            remote: self.remote,
+            status: self.status,
+            srtt: snapshot.srtt,
+            min_rtt: snapshot.min_rtt,
+            one_way_delay: snapshot.one_way_delay,
+            bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
+            cwnd: snapshot.cwnd,
+            bytes_in_flight: snapshot.bytes_in_flight,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            lost_bytes: t.lost_bytes,
+            congestion_events: t.congestion_events,
+        }
+    }
+
     /// What the scheduler sees of this path.
     pub(crate) fn snapshot(&self, id: PathId) -> PathSnapshot {
         let mut snapshot = self.telemetry.snapshot(id, self.status);
@@ -288,7 +327,12 @@ pub(crate) struct State {
     pub(crate) scheduler: Box<dyn Scheduler>,
     pub(crate) local_params: Params,
     pub(crate) peer_params: Params,
+    /// The paths that are up; a path that goes down leaves, with its tasks and its quinn
+    /// connection, and its last numbers go to `closed_paths`.
     pub(crate) paths: BTreeMap<PathId, PathEntry>,
+    /// The last numbers of the most recently closed paths, oldest first, at most
+    /// [`CLOSED_PATHS_KEPT`].
+    pub(crate) closed_paths: VecDeque<PathStats>,
     pub(crate) streams: BTreeMap<u64, Stream>,
     next_local_seq: [u64; 2],
     peer_max_streams: [u64; 2],
@@ -297,24 +341,30 @@ pub(crate) struct State {
     pub(crate) incoming: [VecDeque<u64>; 2],
     send_max_data: u64,
     released_total: u64,
-    recv_max_data: u64,
-    recv_total: u64,
-    consumed_total: u64,
+    receive_window: ReceiveWindow,
     /// Frames to send, with the path they must go on if any.
     pub(crate) control: VecDeque<(Option<PathId>, Frame)>,
     pending_acks: PendingAcks,
     pending_max_stream_data: BTreeMap<u64, u64>,
-    max_data_dirty: bool,
     max_streams_dirty: [bool; 2],
     arrivals: u32,
     pub(crate) error: Option<ConnectionError>,
+    /// When the peer or the application last did something with the session (see
+    /// [`State::idle_deadline`]).
+    last_activity: Instant,
     pub(crate) events: broadcast::Sender<PathEvent>,
     /// The server's next path id.
     pub(crate) next_path_id: u32,
 }
 
 impl State {
-    pub(crate) fn new(side: Side, config: Arc<Config>, local: Params, peer: Params) -> Self {
+    pub(crate) fn new(
+        side: Side,
+        config: Arc<Config>,
+        local: Params,
+        peer: Params,
+        now: Instant,
+    ) -> Self {
         let scheduler = (config.scheduler)();
         Self {
             side,
@@ -322,6 +372,7 @@ impl State {
             local_params: local,
             peer_params: peer,
             paths: BTreeMap::new(),
+            closed_paths: VecDeque::new(),
             streams: BTreeMap::new(),
             next_local_seq: [0; 2],
             peer_max_streams: [peer.max_bidi_streams, peer.max_uni_streams],
@@ -330,16 +381,14 @@ impl State {
             incoming: [VecDeque::new(), VecDeque::new()],
             send_max_data: peer.max_data,
             released_total: 0,
-            recv_max_data: local.max_data,
-            recv_total: 0,
-            consumed_total: 0,
+            receive_window: ReceiveWindow::new(local.max_data),
             control: VecDeque::new(),
             pending_acks: PendingAcks::default(),
             pending_max_stream_data: BTreeMap::new(),
-            max_data_dirty: false,
             max_streams_dirty: [false; 2],
             arrivals: 0,
             error: None,
+            last_activity: now,
             events: broadcast::channel(256).0,
             next_path_id: 0,
             config,
@@ -356,13 +405,9 @@ impl State {
     }
 
     fn wake_paths(&self) {
-        for path in self.paths.values().filter(|p| p.up) {
+        for path in self.paths.values() {
             path.wake.notify_one();
         }
-    }
-
-    pub(crate) fn paths_up(&self) -> usize {
-        self.paths.values().filter(|p| p.up).count()
     }
 
     /// The up path with the lowest one-way delay towards the peer: where acks and other
@@ -370,7 +415,6 @@ impl State {
     pub(crate) fn control_path(&self) -> Option<PathId> {
         self.paths
             .iter()
-            .filter(|(_, p)| p.up)
             .min_by_key(|(_, p)| {
                 let t = p.telemetry.lock();
                 (
@@ -379,6 +423,15 @@ impl State {
                 )
             })
             .map(|(id, _)| *id)
+    }
+
+    /// When the session ends for idleness: its idle timeout after the last stream data, frame
+    /// or stream operation, once no stream is open. quinn's keep-alives hold a path open
+    /// however long nothing happens on it, so the session keeps its own clock.
+    pub(crate) fn idle_deadline(&self) -> Option<Instant> {
+        self.streams
+            .is_empty()
+            .then(|| self.last_activity + self.config.idle_timeout)
     }
 
     // ---- streams opened and accepted here ----
@@ -391,6 +444,7 @@ impl State {
         }
         let id = stream_id(self.side, k, self.next_local_seq[k]);
         self.next_local_seq[k] += 1;
+        self.last_activity = now;
         let stream = Stream {
             send: Some(self.new_send(id, now)),
             recv: (!uni).then(|| RecvState::new(self.local_params.max_stream_data)),
@@ -513,6 +567,7 @@ impl State {
         }
         let n = (space as usize).min(data.len());
         send.buf.push(Bytes::copy_from_slice(&data[..n]));
+        self.last_activity = now;
         self.release(id, now);
         Ok(n)
     }
@@ -572,6 +627,9 @@ impl State {
     }
 
     pub(crate) fn reset(&mut self, id: u64, code: u64, now: Instant) -> Result<(), WriteError> {
+        if code > MAX_VARINT {
+            return Err(WriteError::InvalidCode(code));
+        }
         let send = self
             .streams
             .get_mut(&id)
@@ -788,21 +846,17 @@ impl State {
         now: Instant,
     ) -> Result<(), ProtocolError> {
         let len = data.len() as u64;
+        self.last_activity = now;
         if let Some(entry) = self.paths.get_mut(&path) {
-            entry.bytes_received += len;
+            entry.bytes_received = entry.bytes_received.saturating_add(len);
         }
         if self.config.delivery_reports && self.paths.len() > 1 {
             self.pending_acks.note_arrival(now);
         }
-        let conn_limit = self.recv_max_data;
-        let recv_total = self.recv_total;
         if !self.peer_stream(id, false, now)? {
             return Ok(());
         }
-        let Some(stream) = self.streams.get_mut(&id) else {
-            return Ok(());
-        };
-        let Some(recv) = stream.recv.as_mut() else {
+        let Some(recv) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
             return Ok(());
         };
         let end = offset.checked_add(len).ok_or(ProtocolError::StreamWindow {
@@ -820,16 +874,16 @@ impl State {
                 limit: recv.max_stream_data,
             });
         }
-        let grown = end.saturating_sub(recv.counted_end);
-        if recv_total + grown > conn_limit {
-            return Err(ProtocolError::ConnectionWindow {
-                received: recv_total + grown,
-                limit: conn_limit,
-            });
-        }
+        self.receive_window
+            .receive(end.saturating_sub(recv.counted_end))?;
+        recv.counted_end = recv.counted_end.max(end);
         if recv.stopped || recv.reset.is_some() {
+            // Nobody reads these bytes: their credit comes straight back.
+            let (credit, _) = recv.discard();
+            self.receive_window.consume(credit);
             return Ok(());
         }
+        let before = recv.reasm.footprint();
         recv.reasm
             .insert(offset, data, recv.max_stream_data)
             .map_err(|e| match e {
@@ -844,11 +898,19 @@ impl State {
                 ReassemblyError::Overflow => ProtocolError::StreamWindow {
                     stream: id,
                     end: u64::MAX,
-                    limit: conn_limit,
+                    limit: recv.max_stream_data,
                 },
             })?;
-        recv.counted_end = recv.counted_end.max(end);
-        self.recv_total += grown;
+        let footprint = recv.reasm.footprint();
+        let stream_limit = self.local_params.max_stream_data.saturating_mul(2);
+        if footprint > stream_limit {
+            return Err(ProtocolError::ExcessiveBuffering {
+                stream: id,
+                footprint,
+                limit: stream_limit,
+            });
+        }
+        self.receive_window.track_footprint(id, before, footprint)?;
         Self::queue_ack(&mut self.pending_acks, id, recv, now);
         recv.wake();
         Ok(())
@@ -871,39 +933,41 @@ impl State {
         max: usize,
         waker: &Waker,
     ) -> Option<Result<Option<Bytes>, ReadError>> {
-        let Some(stream) = self.streams.get_mut(&id) else {
-            return Some(Err(ReadError::ClosedStream));
-        };
-        let Some(recv) = stream.recv.as_mut() else {
+        let Some(recv) = self
+            .streams
+            .get_mut(&id)
+            .and_then(|s| s.recv.as_mut())
+            .filter(|r| !r.stopped)
+        else {
             return Some(Err(ReadError::ClosedStream));
         };
         if let Some(code) = recv.reset {
-            stream.recv = None;
-            self.maybe_remove(id);
+            self.end_recv(id);
             return Some(Err(ReadError::Reset(code)));
         }
+        let before = recv.reasm.footprint();
         if let Some(data) = recv.reasm.read(max) {
-            let n = data.len() as u64;
-            self.consumed_total += n;
-            let window = self.local_params.max_stream_data;
             let read_to = recv.reasm.read_offset();
-            // Extend the window once half of it is read, unless it already covers the end.
+            self.receive_window.consume(read_to - recv.credited);
+            recv.credited = read_to;
+            // Footprints only shrink on reads, which is never refused.
+            let _ = self
+                .receive_window
+                .track_footprint(id, before, recv.reasm.footprint());
+            // Keep a window's worth open ahead of the reader, announced in eighths of it,
+            // unless the window already covers the end.
+            let window = self.local_params.max_stream_data;
+            let target = read_to.saturating_add(window);
             let short_of_end = recv.final_size.is_none_or(|f| recv.max_stream_data < f);
-            if short_of_end && recv.max_stream_data - read_to < window / 2 {
-                recv.max_stream_data = read_to + window;
-                self.pending_max_stream_data
-                    .insert(id, recv.max_stream_data);
-            }
-            let conn_window = self.local_params.max_data;
-            if self.recv_max_data - self.consumed_total < conn_window / 2 {
-                self.recv_max_data = self.consumed_total + conn_window;
-                self.max_data_dirty = true;
+            let growth = target.saturating_sub(recv.max_stream_data);
+            if short_of_end && growth >= (window / 8).max(1) {
+                recv.max_stream_data = target;
+                self.pending_max_stream_data.insert(id, target);
             }
             return Some(Ok(Some(data)));
         }
         if recv.final_size == Some(recv.reasm.read_offset()) {
-            stream.recv = None;
-            self.maybe_remove(id);
+            self.end_recv(id);
             return Some(Ok(None));
         }
         if let Some(e) = &self.error {
@@ -913,8 +977,23 @@ impl State {
         None
     }
 
+    /// The receiving half is over: whatever it still holds goes back to the connection window,
+    /// and the stream goes once both halves are over.
+    fn end_recv(&mut self, id: u64) {
+        let Some(mut recv) = self.streams.get_mut(&id).and_then(|s| s.recv.take()) else {
+            return;
+        };
+        let (credit, footprint) = recv.discard();
+        self.receive_window.consume(credit);
+        let _ = self.receive_window.track_footprint(id, footprint, 0);
+        self.maybe_remove(id);
+    }
+
     /// The application will not read this stream any more.
     pub(crate) fn stop(&mut self, id: u64, code: u64) -> Result<(), ReadError> {
+        if code > MAX_VARINT {
+            return Err(ReadError::InvalidCode(code));
+        }
         let recv = self
             .streams
             .get_mut(&id)
@@ -924,19 +1003,15 @@ impl State {
             return Err(ReadError::ClosedStream);
         }
         recv.stopped = true;
-        // Give back the connection credit the discarded bytes held.
-        let held = recv.counted_end - recv.reasm.read_offset();
-        recv.reasm = Reassembler::new();
-        self.consumed_total += held;
         if recv.complete() || recv.reset.is_some() {
-            if let Some(s) = self.streams.get_mut(&id) {
-                s.recv = None;
-            }
-            self.maybe_remove(id);
-        } else {
-            self.control
-                .push_back((None, Frame::StopSending { stream: id, code }));
+            self.end_recv(id);
+            return Ok(());
         }
+        let (credit, footprint) = recv.discard();
+        self.receive_window.consume(credit);
+        let _ = self.receive_window.track_footprint(id, footprint, 0);
+        self.control
+            .push_back((None, Frame::StopSending { stream: id, code }));
         Ok(())
     }
 
@@ -948,6 +1023,7 @@ impl State {
         frame: Frame,
         now: Instant,
     ) -> Result<(), ProtocolError> {
+        self.last_activity = now;
         match frame {
             Frame::MaxData { max } => {
                 if max > self.send_max_data {
@@ -1004,37 +1080,7 @@ impl State {
                 stream: id,
                 code,
                 final_size,
-            } => {
-                if !self.peer_stream(id, false, now)? {
-                    return Ok(());
-                }
-                let Some(stream) = self.streams.get_mut(&id) else {
-                    return Ok(());
-                };
-                let Some(recv) = stream.recv.as_mut() else {
-                    return Ok(());
-                };
-                if recv.final_size.is_some_and(|f| f != final_size) || final_size < recv.counted_end
-                {
-                    return Err(ProtocolError::FinalSize(id));
-                }
-                let grown = final_size - recv.counted_end;
-                recv.counted_end = final_size;
-                recv.final_size = Some(final_size);
-                recv.reset = Some(code);
-                recv.wake();
-                let stopped = recv.stopped;
-                self.recv_total += grown;
-                self.consumed_total += grown;
-                // Tell the sender its reset arrived, so it can forget the stream.
-                self.pending_acks.insert(id, final_size, true, now);
-                if stopped {
-                    if let Some(s) = self.streams.get_mut(&id) {
-                        s.recv = None;
-                    }
-                    self.maybe_remove(id);
-                }
-            }
+            } => self.on_reset(id, code, final_size, now)?,
             Frame::StopSending { stream: id, code } => {
                 if !self.peer_stream(id, true, now)? {
                     return Ok(());
@@ -1065,7 +1111,7 @@ impl State {
             }
             Frame::PathReceived { path, bytes } => {
                 // A path already gone, or one this end does not know, has nothing to credit.
-                let entry = self.paths.get(&PathId(path)).filter(|p| p.up);
+                let entry = self.paths.get(&PathId(path));
                 if let Some(entry) = entry.filter(|_| self.config.delivery_reports) {
                     let stats = entry.conn.stats();
                     entry.telemetry.on_delivery_report(
@@ -1095,11 +1141,53 @@ impl State {
         Ok(())
     }
 
+    /// The peer abandoned a stream at `final_size`. Checked like a chunk ending there (RFC 9000
+    /// section 4.5); the buffered bytes go at once, since reads now return the reset.
+    fn on_reset(
+        &mut self,
+        id: u64,
+        code: u64,
+        final_size: u64,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        if !self.peer_stream(id, false, now)? {
+            return Ok(());
+        }
+        let Some(recv) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
+            return Ok(());
+        };
+        if recv.final_size.is_some_and(|f| f != final_size) || final_size < recv.counted_end {
+            return Err(ProtocolError::FinalSize(id));
+        }
+        if final_size > recv.max_stream_data {
+            return Err(ProtocolError::StreamWindow {
+                stream: id,
+                end: final_size,
+                limit: recv.max_stream_data,
+            });
+        }
+        self.receive_window.receive(final_size - recv.counted_end)?;
+        recv.counted_end = final_size;
+        recv.final_size = Some(final_size);
+        recv.reset = Some(code);
+        recv.wake();
+        let stopped = recv.stopped;
+        let (credit, footprint) = recv.discard();
+        self.receive_window.consume(credit);
+        let _ = self.receive_window.track_footprint(id, footprint, 0);
+        // Tell the sender its reset arrived, so it can forget the stream.
+        self.pending_acks.insert(id, final_size, true, now);
+        if stopped {
+            self.end_recv(id);
+        }
+        Ok(())
+    }
+
     pub(crate) fn apply_path_status(&mut self, path: PathId, status: PathStatus, now: Instant) {
         let Some(entry) = self.paths.get_mut(&path) else {
             return;
         };
-        if !entry.up || entry.status == status {
+        if entry.status == status {
             return;
         }
         entry.status = status;
@@ -1135,13 +1223,8 @@ impl State {
         for (stream, max) in std::mem::take(&mut self.pending_max_stream_data) {
             out.push((None, Frame::MaxStreamData { stream, max }));
         }
-        if std::mem::take(&mut self.max_data_dirty) {
-            out.push((
-                None,
-                Frame::MaxData {
-                    max: self.recv_max_data,
-                },
-            ));
+        if let Some(max) = self.receive_window.take_update() {
+            out.push((None, Frame::MaxData { max }));
         }
         for (k, uni) in [(BIDI, false), (UNI, true)] {
             if std::mem::take(&mut self.max_streams_dirty[k]) {
@@ -1166,7 +1249,7 @@ impl State {
         let control = self.control_path();
         let mut out = Vec::new();
         for (id, entry) in self.paths.iter_mut() {
-            if !entry.up || Some(*id) == control {
+            if Some(*id) == control {
                 continue;
             }
             let received = entry.conn.stats().udp_rx.bytes;
@@ -1205,7 +1288,7 @@ impl State {
     fn other_control(&self) -> bool {
         !self.control.is_empty()
             || !self.pending_max_stream_data.is_empty()
-            || self.max_data_dirty
+            || self.receive_window.has_update()
             || self.max_streams_dirty.iter().any(|d| *d)
     }
 
@@ -1214,14 +1297,16 @@ impl State {
     /// A path is gone: re-send what it carried and was not acknowledged on the others, and
     /// repeat the control state it may have lost.
     pub(crate) fn on_path_down(&mut self, path: PathId, reason: String, now: Instant) {
-        let Some(entry) = self.paths.get_mut(&path) else {
+        let Some(mut entry) = self.paths.remove(&path) else {
             return;
         };
-        if !entry.up {
-            return;
-        }
-        entry.up = false;
+        // Its sender may be asleep: wake it to find the path gone and end.
+        entry.wake.notify_one();
         entry.status = PathStatus::Down;
+        if self.closed_paths.len() == CLOSED_PATHS_KEPT {
+            self.closed_paths.pop_front();
+        }
+        self.closed_paths.push_back(entry.stats(path));
         self.scheduler.on_path_removed(now, path);
         let _ = self.events.send(PathEvent::Down {
             path,
@@ -1289,10 +1374,10 @@ impl State {
                 }
             }
         }
-        self.max_data_dirty = true;
+        self.receive_window.repeat();
         self.max_streams_dirty = [true; 2];
         self.wake_paths();
-        if self.paths_up() == 0 && self.error.is_none() {
+        if self.paths.is_empty() && self.error.is_none() {
             self.fail(ConnectionError::AllPathsDown);
         }
     }
@@ -1317,7 +1402,7 @@ impl State {
     /// The path's sender started or stopped waiting in a quinn write: tell the scheduler, and
     /// when the path fills, wake the others (a lowest-RTT-first scheduler now lets them send).
     pub(crate) fn set_writer_blocked(&mut self, path: PathId, blocked: bool, now: Instant) {
-        let Some(entry) = self.paths.get_mut(&path).filter(|p| p.up) else {
+        let Some(entry) = self.paths.get_mut(&path) else {
             return;
         };
         if entry.writer_blocked == blocked {
@@ -1328,7 +1413,7 @@ impl State {
         let _ = self.scheduler.on_path_updated(now, &snapshot);
         if blocked {
             for (id, other) in &self.paths {
-                if *id != path && other.up {
+                if *id != path {
                     other.wake.notify_one();
                 }
             }
@@ -1339,7 +1424,7 @@ impl State {
     /// (`path_failure_rtts` smoothed RTTs, at least `path_failure_floor`). Returns `None` once
     /// the path is down, else when to check again (`Some(None)`: nothing is outstanding).
     pub(crate) fn check_failure(&mut self, path: PathId, now: Instant) -> Option<Option<Instant>> {
-        let entry = self.paths.get(&path).filter(|p| p.up)?;
+        let entry = self.paths.get(&path)?;
         if self.error.is_some() {
             return None;
         }
@@ -1368,7 +1453,7 @@ impl State {
             return (Step::Stop, Vec::new());
         };
         let retire = std::mem::take(&mut entry.retire);
-        if !entry.up || self.error.is_some() {
+        if self.error.is_some() {
             return (Step::Stop, retire);
         }
         let generation = entry.telemetry.lock().generation;

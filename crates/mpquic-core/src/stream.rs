@@ -98,10 +98,14 @@ impl SendStream {
         result
     }
 
-    /// Abandons the stream: unsent data is dropped and the reader sees `code`.
+    /// Abandons the stream: unsent data is dropped and the reader sees `code`, which must fit
+    /// a QUIC varint (else [`WriteError::InvalidCode`], and the stream is untouched).
     pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
-        self.done = true;
         let result = self.shared.lock().reset(self.id, code, Instant::now());
+        if matches!(result, Err(WriteError::InvalidCode(_))) {
+            return result;
+        }
+        self.done = true;
         self.shared.poke();
         result
     }
@@ -246,13 +250,17 @@ impl RecvStream {
     }
 
     /// Stops reading: buffered and future bytes are discarded and the peer's writes fail with
-    /// `code`.
+    /// `code`, which must fit a QUIC varint (else [`ReadError::InvalidCode`], and the stream is
+    /// untouched).
     pub fn stop(&mut self, code: u64) -> Result<(), ReadError> {
         if self.done {
             return Err(ReadError::ClosedStream);
         }
-        self.done = true;
         let result = self.shared.lock().stop(self.id, code);
+        if matches!(result, Err(ReadError::InvalidCode(_))) {
+            return result;
+        }
+        self.done = true;
         self.shared.poke();
         result
     }

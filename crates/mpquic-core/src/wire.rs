@@ -640,7 +640,7 @@ pub fn encode_chunk_header(offset: u64, len: u64, buf: &mut Vec<u8>) -> Result<(
 
 /// Reads one chunk, `(offset, bytes)`, from a chunk stream after its header: `Ok(None)` if the
 /// stream ends cleanly before a chunk. Lengths above [`MAX_CHUNK`] fail before anything is
-/// allocated, and memory grows only as the bytes arrive.
+/// allocated, memory grows only as the bytes arrive, and the chunk's allocation is its length.
 pub async fn read_chunk<R: AsyncRead + Unpin>(
     r: &mut R,
 ) -> Result<Option<(u64, Bytes)>, WireError> {
@@ -659,5 +659,8 @@ pub async fn read_chunk<R: AsyncRead + Unpin>(
     if (data.len() as u64) < len {
         return Err(WireError::Truncated);
     }
+    // Growing may have doubled the allocation past the length (1 MiB into 2 MiB); the
+    // receiver keeps the chunk as it is, so give the slack back.
+    data.shrink_to_fit();
     Ok(Some((offset, Bytes::from(data))))
 }

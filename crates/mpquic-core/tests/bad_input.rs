@@ -4,105 +4,21 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use common::raw::*;
 use common::*;
-use mpquic_core::wire::{self, Frame, Params, SessionId};
+use mpquic_core::wire::{self, Frame, SessionId};
 use mpquic_core::{codes, Config, ConnectionError, Endpoint, PathError, PathStatus};
 
-const PARAMS: Params = Params {
-    max_data: 1 << 20,
-    max_stream_data: 1 << 20,
-    max_bidi_streams: 16,
-    max_uni_streams: 16,
-};
-
-struct Server {
-    endpoint: Endpoint,
-    roots: rustls::RootCertStore,
-}
-
-impl Server {
-    fn start(config: Config) -> Self {
-        let (cert, key) = certificate();
-        let endpoint = Endpoint::server(
-            &["127.0.0.1:0".parse().unwrap()],
-            config,
-            vec![cert.clone()],
-            key,
-        )
-        .unwrap();
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(cert).unwrap();
-        Self { endpoint, roots }
-    }
-
-    /// A plain quinn connection to the server from `127.0.0.k`.
-    async fn raw(&self, k: usize) -> quinn::Connection {
-        let client = quinn::Endpoint::client(local(k)).unwrap();
-        let tls =
-            quinn::ClientConfig::with_root_certificates(Arc::new(self.roots.clone())).unwrap();
-        client
-            .connect_with(tls, self.endpoint.local_addrs()[0], "localhost")
-            .unwrap()
-            .await
-            .unwrap()
-    }
-
-    /// A raw connection that created a session; returns it with the welcome's session id.
-    async fn raw_session(&self) -> (quinn::Connection, quinn::SendStream, SessionId) {
-        let conn = self.raw(1).await;
-        let (mut send, mut recv) = conn.open_bi().await.unwrap();
-        send_frame(&mut send, Frame::NewSession { params: PARAMS }).await;
-        let Some(Frame::Welcome { session, .. }) = wire::read_frame(&mut recv).await.unwrap()
-        else {
-            panic!("expected a welcome");
-        };
-        (conn, send, session)
-    }
-
-    /// A well-behaved mpquic session still works.
-    async fn still_serves(&self) {
-        let client = Endpoint::client(&[local(3)], Config::default(), self.roots.clone()).unwrap();
-        let conn = client
-            .connect(self.endpoint.local_addrs()[0], "localhost")
-            .unwrap()
-            .await
-            .unwrap();
-        let server_conn = self.endpoint.accept().await.unwrap();
-        serve_hashes(server_conn);
-        send_and_check(&conn, 5, 100_000).await;
-        conn.close(0, b"done");
-    }
-}
-
-async fn send_frame(send: &mut quinn::SendStream, frame: Frame) {
-    let mut buf = Vec::new();
-    frame.encode(&mut buf).unwrap();
-    send.write_all(&buf).await.unwrap();
-}
-
-/// The code the server closed `conn` with.
-async fn close_code(conn: &quinn::Connection) -> u64 {
-    let error = tokio::time::timeout(Duration::from_secs(10), conn.closed())
-        .await
-        .expect("the server closed the connection");
-    match error {
-        quinn::ConnectionError::ApplicationClosed(close) => close.error_code.into_inner(),
-        other => panic!("expected an application close, got {other}"),
-    }
-}
-
-/// Sends raw chunk-stream bytes on a new session and checks both ends of the close.
-async fn chunk_case(bytes: Vec<u8>, code: u64) {
-    let server = Server::start(Config::default());
-    let (conn, _control, _) = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap();
-    let mut stream = conn.open_uni().await.unwrap();
-    stream.write_all(&bytes).await.unwrap();
-    let _ = stream.finish();
-    assert_eq!(close_code(&conn).await, code);
+/// Checks both ends of a raw session's close with `code`, and that the server goes on.
+async fn closed_with(
+    server: &Server,
+    conn: &quinn::Connection,
+    server_conn: &mpquic_core::Connection,
+    code: u64,
+) {
+    assert_eq!(close_code(conn).await, code);
     match tokio::time::timeout(Duration::from_secs(10), server_conn.closed())
         .await
         .unwrap()
@@ -113,18 +29,16 @@ async fn chunk_case(bytes: Vec<u8>, code: u64) {
     server.still_serves().await;
 }
 
-fn chunks(stream: u64, parts: &[(u64, &[u8])]) -> Vec<u8> {
-    let mut buf = Vec::new();
-    wire::encode_chunk_stream_header(stream, &mut buf).unwrap();
-    for (offset, data) in parts {
-        wire::encode_chunk_header(*offset, data.len() as u64, &mut buf).unwrap();
-        buf.extend_from_slice(data);
-    }
-    buf
+/// Sends raw chunk-stream bytes on a new session and checks both ends of the close.
+async fn chunk_case(bytes: Vec<u8>, code: u64) {
+    let server = Server::start(Config::default());
+    let RawSession { conn, .. } = server.raw_session().await;
+    let server_conn = server.endpoint.accept().await.unwrap();
+    let mut stream = conn.open_uni().await.unwrap();
+    stream.write_all(&bytes).await.unwrap();
+    let _ = stream.finish();
+    closed_with(&server, &conn, &server_conn, code).await;
 }
-
-/// Client-initiated unidirectional stream 0.
-const UNI: u64 = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chunk_beyond_the_stream_window() {
@@ -160,7 +74,9 @@ async fn a_varint_that_overflows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_longer_than_its_declared_length() {
     let server = Server::start(Config::default());
-    let (conn, mut control, _) = server.raw_session().await;
+    let RawSession {
+        conn, mut control, ..
+    } = server.raw_session().await;
     let server_conn = server.endpoint.accept().await.unwrap();
     // MAX_DATA (0x10) declaring a 1-byte payload whose varint needs 4 bytes.
     control
@@ -178,7 +94,11 @@ async fn a_frame_longer_than_its_declared_length() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_with_a_wrong_secret() {
     let server = Server::start(Config::default());
-    let (good, _control, session) = server.raw_session().await;
+    let RawSession {
+        conn: good,
+        session,
+        ..
+    } = server.raw_session().await;
     let _server_conn = server.endpoint.accept().await.unwrap();
     let joiner = server.raw(2).await;
     let (mut send, _recv) = joiner.open_bi().await.unwrap();
@@ -237,4 +157,39 @@ async fn more_paths_than_allowed() {
     serve_hashes(server_conn);
     send_and_check(&conn, 1, 200_000).await;
     server.still_serves().await;
+}
+
+/// Sends `frame` on a new raw session's control stream and checks both ends of the close.
+async fn control_case(config: Config, frame: Frame, code: u64) {
+    let server = Server::start(config);
+    let RawSession {
+        conn, mut control, ..
+    } = server.raw_session().await;
+    let server_conn = server.endpoint.accept().await.unwrap();
+    send_frame(&mut control, frame).await;
+    closed_with(&server, &conn, &server_conn, code).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_whose_final_size_is_beyond_the_stream_window() {
+    // RFC 9000 section 4.5: a final size beyond the window is a flow-control error, like a chunk.
+    let mut config = Config::default();
+    config.stream_receive_window(1 << 20).unwrap();
+    let reset = Frame::ResetStream {
+        stream: UNI,
+        code: 0,
+        final_size: (1 << 20) + 1,
+    };
+    control_case(config, reset, codes::FLOW_CONTROL).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_with_the_largest_final_size() {
+    // Four of these once wrapped the connection's counters.
+    let reset = Frame::ResetStream {
+        stream: UNI,
+        code: 0,
+        final_size: wire::MAX_VARINT,
+    };
+    control_case(Config::default(), reset, codes::FLOW_CONTROL).await;
 }

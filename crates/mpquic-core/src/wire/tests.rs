@@ -497,6 +497,24 @@ async fn chunk_stream_round_trip() {
     assert_eq!(read_chunk(&mut reader).await, Ok(None));
 }
 
+#[test]
+fn a_chunk_is_allocated_at_its_size() {
+    // The reassembler keeps whole chunks and charges them at their length.
+    let len = 1 << 20;
+    let mut stream = Vec::new();
+    encode_chunk_header(0, len, &mut stream).unwrap();
+    stream.resize(stream.len() + len as usize, 7);
+    let mut reader = &stream[..];
+    let before = crate::test_heap::live();
+    let (_, data) = block_on(read_chunk(&mut reader)).unwrap().unwrap();
+    let held = crate::test_heap::live() - before;
+    assert_eq!(data.len() as u64, len);
+    assert!(
+        held <= len as i64 + 4096,
+        "a 1 MiB chunk holds {held} bytes"
+    );
+}
+
 #[tokio::test]
 async fn chunk_eof_cases() {
     let mut buf = Vec::new();

@@ -1,0 +1,164 @@
+//! What a hostile peer's chunking costs the receiver, measured by a counting allocator: the
+//! heap must stay within twice the configured windows however the bytes are cut, and a peer
+//! that would make it grow past that is closed with a flow-control error.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use common::raw::*;
+use mpquic_core::{codes, Config, ConnectionError};
+
+/// Counts the bytes the whole process has allocated and not yet freed.
+struct Counting;
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged; only a counter is added.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: the caller's layout contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` or `realloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: as for `dealloc`, and `new_size` is the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One measurement at a time: the counter is process-wide.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const STREAM_WINDOW: u64 = 256 * 1024;
+const WINDOW: u64 = 1 << 20;
+
+fn server_config() -> Config {
+    let mut config = Config::default();
+    config
+        .stream_receive_window(STREAM_WINDOW)
+        .unwrap()
+        .receive_window(WINDOW)
+        .unwrap();
+    config
+}
+
+/// The live heap once it stops moving (two samples 50 ms apart within 64 KiB, at most 3 s).
+async fn settled_heap() -> i64 {
+    let mut last = LIVE.load(Ordering::Relaxed);
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = LIVE.load(Ordering::Relaxed);
+        if (now - last).abs() < 64 * 1024 {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// What the heap may grow by while a connection with these windows buffers a peer's bytes:
+/// twice the connection window, plus 1 MiB for quinn's and tokio's own bookkeeping.
+const ALLOWED_GROWTH: i64 = 2 * WINDOW as i64 + (1 << 20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_that_add_one_byte_each_do_not_pin_their_allocations() {
+    let _serial = SERIAL.lock().await;
+    const CHUNK: usize = 64 * 1024;
+    const CHUNKS: u64 = 1000;
+    let server = Server::start(server_config());
+    let RawSession { conn, .. } = server.raw_session().await;
+    let server_conn = server.endpoint.accept().await.unwrap();
+    let before = settled_heap().await;
+
+    // Nothing at offset 0, so nothing is ever read: chunk k ends one byte before chunk k - 1.
+    let data = vec![7u8; CHUNK];
+    let mut stream = conn.open_uni().await.unwrap();
+    stream.write_all(&chunks(UNI, &[])).await.unwrap();
+    let top = STREAM_WINDOW - CHUNK as u64;
+    for k in 0..CHUNKS {
+        stream
+            .write_all(&chunks_body(&[(top - k, &data)]))
+            .await
+            .unwrap();
+    }
+    let total = CHUNKS * CHUNK as u64;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while server_conn.paths()[0].bytes_received < total {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the server took every chunk");
+    let growth = settled_heap().await - before;
+    eprintln!("heap growth after {CHUNKS} one-byte additions: {growth} bytes");
+    assert!(
+        growth < ALLOWED_GROWTH,
+        "{CHUNKS} chunks buffering {} new bytes grew the heap by {growth} bytes",
+        CHUNK as u64 + CHUNKS - 1
+    );
+    assert!(server_conn.close_reason().is_none(), "an honest pattern");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_byte_chunks_behind_holes_are_refused_before_they_cost_twice_the_window() {
+    let _serial = SERIAL.lock().await;
+    let server = Server::start(server_config());
+    let RawSession { conn, .. } = server.raw_session().await;
+    let server_conn = server.endpoint.accept().await.unwrap();
+    let before = settled_heap().await;
+
+    // The heap's high-water mark while the attack lasts, sampled every millisecond.
+    let sampler = tokio::spawn(async move {
+        let mut peak = 0;
+        loop {
+            peak = peak.max(LIVE.load(Ordering::Relaxed) - before);
+            if server_conn.close_reason().is_some() {
+                return (peak, server_conn);
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    // Four streams, each a byte at every other offset up to its window, behind a hole at 0.
+    for seq in 0..4u64 {
+        let Ok(mut stream) = conn.open_uni().await else {
+            break;
+        };
+        let mut bytes = chunks(UNI + 4 * seq, &[]);
+        for offset in (1..STREAM_WINDOW).step_by(2) {
+            bytes.extend_from_slice(&chunks_body(&[(offset, b"x")]));
+        }
+        if stream.write_all(&bytes).await.is_err() {
+            break;
+        }
+    }
+    let (peak, server_conn) = tokio::time::timeout(Duration::from_secs(60), sampler)
+        .await
+        .expect("the server closed the connection")
+        .unwrap();
+    match server_conn.closed().await {
+        ConnectionError::Protocol(e) => assert_eq!(e.code(), codes::FLOW_CONTROL, "{e}"),
+        other => panic!("expected a flow-control error, got {other}"),
+    }
+    assert_eq!(close_code(&conn).await, codes::FLOW_CONTROL);
+    eprintln!("peak heap growth under one-byte chunks: {peak} bytes");
+    assert!(
+        peak < ALLOWED_GROWTH,
+        "one-byte chunks grew the heap by {peak} bytes"
+    );
+    server.still_serves().await;
+}
