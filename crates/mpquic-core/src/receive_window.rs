@@ -77,6 +77,12 @@ impl ReceiveWindow {
         self.raised
     }
 
+    /// The counters, for checking invariants: (limit, received, consumed, footprint).
+    #[cfg(test)]
+    pub(crate) fn counters(&self) -> (u64, u64, u64, u64) {
+        (self.limit, self.received, self.consumed, self.footprint)
+    }
+
     /// Announce the limit again (the frame may have been lost with a path).
     pub(crate) fn repeat(&mut self) {
         self.raised = true;

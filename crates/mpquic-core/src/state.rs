@@ -1524,3 +1524,6 @@ impl State {
         (Step::Wait(wait), retire)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+//! The receiving side of [`State`] driven by random operation sequences from a peer (chunks,
+//! fins, resets, in any order, legal or not) and the application (reads, stops), checking
+//! after every step the flow-control invariants that a lost credit, a window that does not
+//! follow reads, or an unchecked final size once broke.
+
+use std::task::Waker;
+
+use proptest::prelude::*;
+
+use super::*;
+
+const STREAM_WINDOW: u64 = 4096;
+const WINDOW: u64 = 8192;
+const STREAMS: u64 = 4;
+
+/// The byte every sender puts at `offset`, so that overlapping chunks agree.
+fn byte_at(offset: u64) -> u8 {
+    (offset % 251) as u8
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Chunk {
+        stream: u64,
+        offset: u64,
+        len: u64,
+    },
+    Fin {
+        stream: u64,
+        final_size: u64,
+    },
+    Reset {
+        stream: u64,
+        final_size: u64,
+    },
+    Read {
+        stream: u64,
+        max: usize,
+    },
+    Stop {
+        stream: u64,
+    },
+    /// The control frames go out, so the sender learns the raised limits.
+    Flush,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let stream = 0..STREAMS;
+    // Offsets and sizes reach past the windows, so that some operations break the rules.
+    let offset = 0..3 * STREAM_WINDOW;
+    prop_oneof![
+        6 => (stream.clone(), offset.clone(), 0..1500u64)
+            .prop_map(|(stream, offset, len)| Op::Chunk { stream, offset, len }),
+        1 => (stream.clone(), offset.clone()).prop_map(|(stream, final_size)| Op::Fin { stream, final_size }),
+        1 => (stream.clone(), offset).prop_map(|(stream, final_size)| Op::Reset { stream, final_size }),
+        4 => (stream.clone(), 1..3000usize).prop_map(|(stream, max)| Op::Read { stream, max }),
+        1 => stream.prop_map(|stream| Op::Stop { stream }),
+        2 => Just(Op::Flush),
+    ]
+}
+
+/// The client's `k`th unidirectional stream.
+fn uni(k: u64) -> u64 {
+    stream_id(Side::Client, UNI, k)
+}
+
+fn receiver(now: Instant) -> State {
+    let mut config = Config::default();
+    config
+        .stream_receive_window(STREAM_WINDOW)
+        .unwrap()
+        .receive_window(WINDOW)
+        .unwrap();
+    let params = State::params(&config);
+    State::new(Side::Server, Arc::new(config), params, params, now)
+}
+
+/// What the peer may legally send, as the receiver announced it.
+struct Announced {
+    max_data: u64,
+    max_stream_data: BTreeMap<u64, u64>,
+    /// Highest offset the peer sent per stream, which the connection limit counts.
+    sent: BTreeMap<u64, u64>,
+    final_size: BTreeMap<u64, u64>,
+}
+
+impl Announced {
+    fn stream_max(&self, id: u64) -> u64 {
+        self.max_stream_data
+            .get(&id)
+            .copied()
+            .unwrap_or(STREAM_WINDOW)
+    }
+
+    /// Whether a peer that respects every announced limit and final size may send
+    /// `[.., end)` on `id`, with `fin` fixing the size there.
+    fn allows(&self, id: u64, end: u64, fin: bool) -> bool {
+        let sent = self.sent.get(&id).copied().unwrap_or(0);
+        let total: u64 = self.sent.values().sum();
+        let within_final = match self.final_size.get(&id) {
+            Some(&f) => end <= f && (!fin || end == f),
+            None => !fin || end >= sent,
+        };
+        within_final && end <= self.stream_max(id) && total - sent + sent.max(end) <= self.max_data
+    }
+
+    fn record(&mut self, id: u64, end: u64, fin: bool) {
+        let sent = self.sent.entry(id).or_default();
+        *sent = (*sent).max(end);
+        if fin {
+            self.final_size.insert(id, end);
+        }
+    }
+}
+
+/// The invariants, after any step that did not close the connection.
+fn check(state: &State) -> Result<(), TestCaseError> {
+    let (limit, received, consumed, footprint) = state.receive_window.counters();
+    prop_assert!(
+        received <= limit,
+        "received {received} beyond the limit {limit}"
+    );
+    prop_assert!(consumed <= received);
+    // The limit follows the reader: never an eighth of a window behind.
+    prop_assert!(
+        limit + WINDOW / 8 > consumed + WINDOW,
+        "limit {limit}, consumed {consumed}"
+    );
+    let mut held = 0;
+    let mut buffers = 0;
+    for recv in state.streams.values().filter_map(|s| s.recv.as_ref()) {
+        prop_assert!(recv.credited <= recv.counted_end);
+        prop_assert!(recv.counted_end <= recv.max_stream_data);
+        prop_assert!(recv.reasm.footprint() <= 2 * STREAM_WINDOW);
+        if recv.stopped || recv.reset.is_some() {
+            prop_assert_eq!(recv.reasm.footprint(), 0, "discarded bytes stay buffered");
+        }
+        held += recv.counted_end - recv.credited;
+        buffers += recv.reasm.footprint();
+    }
+    // Every counted byte is either held by a live stream or given back: nothing leaks.
+    prop_assert_eq!(received - consumed, held, "credit leaked");
+    prop_assert_eq!(footprint, buffers);
+    prop_assert!(footprint <= 2 * WINDOW);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn flow_control_holds_under_any_sequence(ops in prop::collection::vec(op(), 1..200)) {
+        let now = Instant::now();
+        let mut state = receiver(now);
+        let mut announced = Announced {
+            max_data: WINDOW,
+            max_stream_data: BTreeMap::new(),
+            sent: BTreeMap::new(),
+            final_size: BTreeMap::new(),
+        };
+        let waker = Waker::noop();
+        for op in ops {
+            let peer_result = match op {
+                Op::Chunk { stream, offset, len } => {
+                    let id = uni(stream);
+                    let data: Vec<u8> = (offset..offset + len).map(byte_at).collect();
+                    let legal = announced.allows(id, offset + len, false);
+                    let result = state.on_chunk(PathId(0), id, offset, Bytes::from(data), now);
+                    Some((legal, id, offset + len, false, result))
+                }
+                Op::Fin { stream, final_size } | Op::Reset { stream, final_size } => {
+                    let id = uni(stream);
+                    let legal = announced.allows(id, final_size, true);
+                    let frame = if matches!(op, Op::Fin { .. }) {
+                        Frame::Fin { stream: id, final_size }
+                    } else {
+                        Frame::ResetStream { stream: id, code: 1, final_size }
+                    };
+                    let result = state.on_frame(PathId(0), frame, now);
+                    Some((legal, id, final_size, true, result))
+                }
+                Op::Read { stream, max } => {
+                    let _ = state.read(uni(stream), max, waker);
+                    None
+                }
+                Op::Stop { stream } => {
+                    let _ = state.stop(uni(stream), 0);
+                    None
+                }
+                Op::Flush => {
+                    for (_, frame) in state.drain_control(now) {
+                        match frame {
+                            Frame::MaxData { max } => announced.max_data = max,
+                            Frame::MaxStreamData { stream, max } => {
+                                announced.max_stream_data.insert(stream, max);
+                            }
+                            _ => {}
+                        }
+                    }
+                    None
+                }
+            };
+            if let Some((legal, id, end, fin, result)) = peer_result {
+                match result {
+                    Ok(()) => announced.record(id, end, fin),
+                    // A peer within every announced limit is never refused.
+                    Err(e) => {
+                        prop_assert!(!legal, "a legal step refused: {e}");
+                        return Ok(());
+                    }
+                }
+            }
+            check(&state)?;
+        }
+    }
+}
