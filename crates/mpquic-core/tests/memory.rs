@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use common::raw::*;
+use mpquic_core::wire::{self, Frame};
 use mpquic_core::{codes, Config, ConnectionError};
 
 /// Counts the bytes the whole process has allocated and not yet freed.
@@ -161,4 +162,70 @@ async fn one_byte_chunks_behind_holes_are_refused_before_they_cost_twice_the_win
         "one-byte chunks grew the heap by {peak} bytes"
     );
     server.still_serves().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resets_free_what_their_streams_buffered() {
+    let _serial = SERIAL.lock().await;
+    const BATCHES: u64 = 16;
+    const PER_BATCH: u64 = WINDOW / STREAM_WINDOW;
+    let server = Server::start(server_config());
+    let RawSession {
+        conn,
+        mut control,
+        mut control_recv,
+        ..
+    } = server.raw_session().await;
+    let server_conn = server.endpoint.accept().await.unwrap();
+    let before = settled_heap().await;
+    // Batches of streams that fill the connection window behind a hole at offset 0 and are
+    // then reset; the application never reads them. A peer within the rules waits for the
+    // window to open again before the next batch: only resets that give back their buffered
+    // bytes open it.
+    let mut max_data = WINDOW;
+    let data = vec![9u8; 4096];
+    for batch in 0..BATCHES {
+        for k in 0..PER_BATCH {
+            let id = UNI + 4 * (batch * PER_BATCH + k);
+            let mut stream = conn.open_uni().await.unwrap();
+            let parts: Vec<(u64, &[u8])> = (1..STREAM_WINDOW / 4096)
+                .map(|i| (i * 4096, &data[..]))
+                .collect();
+            stream.write_all(&chunks(id, &parts)).await.unwrap();
+            let _ = stream.finish();
+        }
+        for k in 0..PER_BATCH {
+            let reset = Frame::ResetStream {
+                stream: UNI + 4 * (batch * PER_BATCH + k),
+                code: 0,
+                final_size: STREAM_WINDOW,
+            };
+            send_frame(&mut control, reset).await;
+        }
+        let needed = (batch + 2) * WINDOW;
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while max_data < needed {
+                match wire::read_frame(&mut control_recv).await.unwrap() {
+                    Some(Frame::MaxData { max }) => max_data = max,
+                    Some(_) => {}
+                    None => panic!("the control stream ended"),
+                }
+            }
+        })
+        .await
+        .expect("the resets opened the connection window");
+    }
+    let growth = settled_heap().await - before;
+    assert!(
+        server_conn.close_reason().is_none(),
+        "a peer within the rules"
+    );
+    eprintln!(
+        "heap growth after {} reset streams: {growth} bytes",
+        BATCHES * PER_BATCH
+    );
+    assert!(
+        growth < ALLOWED_GROWTH,
+        "reset streams grew the heap by {growth} bytes"
+    );
 }
