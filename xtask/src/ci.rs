@@ -69,12 +69,15 @@ fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
-/// Runs [`STEPS`] from the workspace root with inherited stdio; the error names the step that
-/// failed.
+/// Seconds each fuzz target runs in CI's smoke run.
+pub const FUZZ_SMOKE_SECONDS: u32 = 20;
+
+/// Runs [`STEPS`] from the workspace root with inherited stdio, then the fuzz smoke run; the
+/// error names the step that failed.
 pub fn run() -> Result<(), String> {
     let root = workspace_root();
     let cargo = cargo();
-    let total = STEPS.len();
+    let total = STEPS.len() + 1;
     for (i, step) in STEPS.iter().enumerate() {
         let line = step.command_line();
         eprintln!("==> ci {}/{total} {}: {line}", i + 1, step.name);
@@ -97,7 +100,30 @@ pub fn run() -> Result<(), String> {
             ));
         }
     }
+    eprintln!("==> ci {total}/{total} fuzz: fuzz/run.sh {FUZZ_SMOKE_SECONDS}");
+    fuzz_smoke(&root)?;
     eprintln!("==> ci: all {total} steps passed");
+    Ok(())
+}
+
+/// Every fuzz target for [`FUZZ_SMOKE_SECONDS`] (`fuzz/run.sh`, on nightly with cargo-fuzz,
+/// which `.ci/run` installs). The script picks its toolchain with `cargo +nightly`, so this
+/// run's own toolchain must not leak into it.
+fn fuzz_smoke(root: &Path) -> Result<(), String> {
+    let status = Command::new("bash")
+        .arg("fuzz/run.sh")
+        .arg(FUZZ_SMOKE_SECONDS.to_string())
+        .current_dir(root)
+        .env_remove("CARGO")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .status()
+        .map_err(|e| format!("ci step fuzz could not start bash: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "ci step fuzz failed ({status}): fuzz/run.sh {FUZZ_SMOKE_SECONDS} (needs a nightly \
+             toolchain and cargo-fuzz: `cargo install cargo-fuzz`)"
+        ));
+    }
     Ok(())
 }
 

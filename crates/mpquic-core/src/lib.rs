@@ -62,6 +62,9 @@ mod connection;
 mod endpoint;
 pub mod error;
 pub mod fld;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "h3")]
 pub mod h3;
 mod pending_acks;
