@@ -39,8 +39,8 @@ pub(crate) struct EndpointInner {
 /// A quinn endpoint this side is bound to.
 struct Bound {
     endpoint: quinn::Endpoint,
-    /// Bound for a path (not one of the addresses the endpoint was created with): released
-    /// once no connection uses it.
+    /// Bound for a path from a fixed port (not one of the addresses the endpoint was created
+    /// with): released once no connection uses it.
     on_demand: bool,
 }
 
@@ -160,8 +160,10 @@ impl EndpointInner {
         bound
     }
 
-    /// The client endpoint bound to `local`, bound now if there is none (port 0: a fresh
-    /// port). Endpoints bound for paths whose connections are all gone are released here.
+    /// The client endpoint bound to `local`, bound now if there is none. A path's endpoint
+    /// from port 0 is its own and is not kept here: quinn ends it, socket and task, once its
+    /// last connection has drained. One from a fixed port is kept while it has connections, so
+    /// that other paths from that port share it.
     fn bind_client(
         &self,
         local: SocketAddr,
@@ -180,10 +182,12 @@ impl EndpointInner {
             addr: local,
             reason: e.to_string(),
         })?;
-        bound.push(Bound {
-            endpoint: endpoint.clone(),
-            on_demand,
-        });
+        if !(on_demand && local.port() == 0) {
+            bound.push(Bound {
+                endpoint: endpoint.clone(),
+                on_demand,
+            });
+        }
         Ok(endpoint)
     }
 }
@@ -274,8 +278,8 @@ impl Endpoint {
         })
     }
 
-    /// The addresses this endpoint is bound to: the ones it was created with, and those bound
-    /// for paths while their connections last.
+    /// The addresses this endpoint is bound to: the ones it was created with, and fixed ports
+    /// bound for paths while their connections last (a path's own port-0 socket is not listed).
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.inner
             .bound()

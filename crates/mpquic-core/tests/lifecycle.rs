@@ -97,16 +97,9 @@ async fn closed_paths_and_their_sockets_are_released() {
         after <= tasks + 3,
         "40 path churns grew the tasks from {tasks} to {after}"
     );
-    // A closed path's socket goes once its connection has drained (three probe timeouts).
-    let mut sockets = pair.client_endpoint.local_addrs().len();
-    for _ in 0..100 {
-        if sockets <= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        sockets = pair.client_endpoint.local_addrs().len();
-    }
-    assert_eq!(sockets, 2, "50 churns left {sockets} sockets bound");
+    // Each path from port 0 had its own quinn endpoint (a socket and a task): the tasks above
+    // count them.
+    assert_eq!(pair.client_endpoint.local_addrs().len(), 1);
     let server_paths = pair.server.paths().len();
     assert!(
         server_paths <= 2 + mpquic_core::CLOSED_PATHS_KEPT,
