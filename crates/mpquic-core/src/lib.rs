@@ -5,7 +5,8 @@
 //! The first path creates a session; further paths join it by proving a secret handed out on
 //! the first. A logical stream's bytes travel as chunks (offset, length) on per-path quinn
 //! streams and are reassembled by offset; the receiver's data acks let bytes sent on a path that
-//! dies be re-sent on the others. See DESIGN.md ("Why paths are quinn connections").
+//! dies be re-sent on the others. `docs/ARCHITECTURE.md` in the repository says how it is
+//! built and what bounds it.
 //!
 //! ```
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
