@@ -30,7 +30,16 @@ pub(crate) fn parse_time_ms(text: &str) -> Option<f64> {
             sign * (hours * 60.0 + minutes)
         }
     };
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+    // Four-digit years and finite clock fields only: anything else is not a recorded time, and
+    // a year near i64's range would overflow the day count.
+    let clock_ok = (0.0..24.0).contains(&hour)
+        && (0.0..60.0).contains(&minute)
+        && (0.0..61.0).contains(&second);
+    if !(0..=9999).contains(&year)
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || !clock_ok
+    {
         return None;
     }
     let days = days_from_civil(year, month, day) as f64;
@@ -65,5 +74,24 @@ mod tests {
         let b = parse_time_ms("2013-07-04T15:41:49.838Z").unwrap();
         assert!((b - a - 693.0).abs() < 1e-6);
         assert_eq!(parse_time_ms("yesterday"), None);
+    }
+
+    #[test]
+    fn out_of_range_fields_are_not_times() {
+        // Found by the `har` fuzz target: this year overflowed the day count.
+        assert_eq!(
+            parse_time_ms(
+                "00000000000000000000000000000000000008951154459378158322-01-01T00:00:00.000Z"
+            ),
+            None
+        );
+        assert_eq!(parse_time_ms("10000-01-01T00:00:00Z"), None);
+        assert_eq!(parse_time_ms("2020-01-01TNaN:00:00Z"), None);
+        assert_eq!(parse_time_ms("2020-01-01T00:inf:00Z"), None);
+        assert_eq!(parse_time_ms("2020-01-01T24:00:00Z"), None);
+        assert!(
+            parse_time_ms("9999-12-31T23:59:60.5Z").is_some(),
+            "a leap second"
+        );
     }
 }
