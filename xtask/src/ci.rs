@@ -1,8 +1,10 @@
 //! `cargo xtask ci`: the checks CI runs, in order, stopping at the first failure (STYLE.md
-//! habit 12: one entry point, the same steps locally as in CI).
+//! habit 12: one entry point, the same steps locally as in CI): the cargo [`STEPS`], then a
+//! short run of every fuzz target (`fuzz/run.sh`), skipped with a message only where there is
+//! no nightly toolchain.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// One check: a cargo invocation with its extra environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +74,14 @@ fn cargo() -> String {
 /// Seconds each fuzz target runs in CI's smoke run.
 pub const FUZZ_SMOKE_SECONDS: u32 = 20;
 
+/// The script that runs the fuzz targets, from the workspace root.
+pub const FUZZ_SCRIPT: &str = "fuzz/run.sh";
+
+/// The fuzz smoke run after [`STEPS`], as a shell line run from the workspace root.
+pub fn fuzz_smoke_command_line() -> String {
+    format!("bash {FUZZ_SCRIPT} {FUZZ_SMOKE_SECONDS}")
+}
+
 /// Runs [`STEPS`] from the workspace root with inherited stdio, then the fuzz smoke run; the
 /// error names the step that failed.
 pub fn run() -> Result<(), String> {
@@ -100,28 +110,56 @@ pub fn run() -> Result<(), String> {
             ));
         }
     }
-    eprintln!("==> ci {total}/{total} fuzz: fuzz/run.sh {FUZZ_SMOKE_SECONDS}");
-    fuzz_smoke(&root)?;
+    let line = fuzz_smoke_command_line();
+    eprintln!("==> ci {total}/{total} fuzz smoke: {line}");
+    if !nightly_available() {
+        eprintln!(
+            "==> ci {total}/{total} fuzz smoke SKIPPED: `cargo +nightly --version` failed, so \
+             there is no nightly toolchain to build the fuzz targets with (install one with \
+             `rustup toolchain install nightly`, and cargo-fuzz with `cargo install cargo-fuzz`)"
+        );
+        eprintln!(
+            "==> ci: the {} cargo steps passed; the fuzz smoke run was SKIPPED",
+            STEPS.len()
+        );
+        return Ok(());
+    }
+    fuzz_smoke(&root, &line)?;
     eprintln!("==> ci: all {total} steps passed");
     Ok(())
 }
 
-/// Every fuzz target for [`FUZZ_SMOKE_SECONDS`] (`fuzz/run.sh`, on nightly with cargo-fuzz,
-/// which `.ci/run` installs). The script picks its toolchain with `cargo +nightly`, so this
-/// run's own toolchain must not leak into it.
-fn fuzz_smoke(root: &Path) -> Result<(), String> {
-    let status = Command::new("bash")
-        .arg("fuzz/run.sh")
+/// The commands below pick their toolchain with `cargo +nightly` (rustup's proxy on `PATH`),
+/// so this run's own toolchain must not leak into them.
+fn nightly_command(program: &str) -> Command {
+    let mut command = Command::new(program);
+    command.env_remove("CARGO").env_remove("RUSTUP_TOOLCHAIN");
+    command
+}
+
+/// Whether `cargo +nightly` works: the only reason the fuzz smoke run is skipped.
+fn nightly_available() -> bool {
+    nightly_command("cargo")
+        .args(["+nightly", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Every fuzz target for [`FUZZ_SMOKE_SECONDS`] (`fuzz/run.sh` with cargo-fuzz, which
+/// `.ci/run` installs); fails if cargo-fuzz is missing or a target crashes.
+fn fuzz_smoke(root: &Path, line: &str) -> Result<(), String> {
+    let status = nightly_command("bash")
+        .arg(FUZZ_SCRIPT)
         .arg(FUZZ_SMOKE_SECONDS.to_string())
         .current_dir(root)
-        .env_remove("CARGO")
-        .env_remove("RUSTUP_TOOLCHAIN")
         .status()
-        .map_err(|e| format!("ci step fuzz could not start bash: {e}"))?;
+        .map_err(|e| format!("ci step fuzz smoke could not start bash: {e}"))?;
     if !status.success() {
         return Err(format!(
-            "ci step fuzz failed ({status}): fuzz/run.sh {FUZZ_SMOKE_SECONDS} (needs a nightly \
-             toolchain and cargo-fuzz: `cargo install cargo-fuzz`)"
+            "ci step fuzz smoke failed ({status}): {line} (a crashing input is in \
+             fuzz/artifacts/<target>/; the step needs cargo-fuzz: `cargo install cargo-fuzz`)"
         ));
     }
     Ok(())
@@ -143,6 +181,15 @@ mod tests {
             STEPS[2].command_line(),
             "RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps"
         );
+    }
+
+    #[test]
+    fn fuzz_smoke_runs_the_script_after_the_cargo_steps() {
+        assert_eq!(fuzz_smoke_command_line(), "bash fuzz/run.sh 20");
+        let script = workspace_root().join(FUZZ_SCRIPT);
+        let text = std::fs::read_to_string(script).unwrap();
+        assert!(text.contains("-max_total_time="));
+        assert!(!STEPS.iter().any(|s| s.args.contains(&"fuzz")));
     }
 
     #[test]

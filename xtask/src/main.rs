@@ -12,7 +12,8 @@
 //!   (mean ± sd over a few loads) with the reduction against lrf (see `demo.rs`).
 //! - `cargo xtask ci`: the checks, in order, stopping at the first failure: `cargo fmt --all --
 //!   --check`, `cargo clippy --workspace --all-targets -- -D warnings`,
-//!   `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`, `cargo test --workspace`.
+//!   `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`, `cargo test --workspace`, then
+//!   `fuzz/run.sh 20` (every fuzz target for 20 s; skipped, saying so, without `cargo +nightly`).
 //! - `cargo xtask testbed up|down|exec|check`: the namespace testbed (see `testbed.rs`).
 
 // A command-line tool: its output is stdout.
@@ -57,7 +58,8 @@ enum Command {
     /// The page-load matrix (schedulers x scenarios x pages, FLD and MEH rows) with the
     /// oracle's bounds, a report and SVG charts under target/experiment/.
     Experiment(experiment::ExperimentArgs),
-    /// Runs the checks in order (fmt, clippy, doc, test) and stops at the first failure.
+    /// Runs the checks in order (fmt, clippy, doc, test, fuzz smoke) and stops at the first
+    /// failure.
     Ci,
     /// The namespace testbed: `up`, `down`, `exec client|server -- CMD`, `check`.
     Testbed(TestbedArgs),

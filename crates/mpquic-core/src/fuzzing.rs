@@ -1,26 +1,37 @@
 //! Entry points for the fuzz targets in `fuzz/`, compiled only under `--cfg fuzzing` (which
-//! cargo fuzz sets): the crate's private receive structures, thinly wrapped.
+//! cargo fuzz sets): crate-private types, thinly wrapped. Nothing here is API; the wrappers
+//! follow the private signatures and change with them.
 
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
 
 use bytes::Bytes;
-use mpquic_sched::PathId;
+use mpquic_sched::{PathId, StreamId};
 
-use crate::error::ProtocolError;
+use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
 use crate::state::{Side, State};
 use crate::wire::Frame;
 use crate::Config;
+
+/// Heap bytes one buffered range costs besides its data (see [`Reassembler::footprint`]).
+pub const RANGE_OVERHEAD: u64 = crate::reassembly::RANGE_OVERHEAD;
 
 /// One stream's reassembly buffer.
 #[derive(Debug, Default)]
 pub struct Reassembler(crate::reassembly::Reassembler);
 
 impl Reassembler {
-    /// Inserts `data` at `offset` below `limit`; `false` if it was refused.
-    pub fn insert(&mut self, offset: u64, data: Bytes, limit: u64) -> bool {
-        self.0.insert(offset, data, limit).is_ok()
+    /// An empty stream.
+    pub fn new() -> Self {
+        Self(crate::reassembly::Reassembler::new())
+    }
+
+    /// Inserts `data` at `offset` below `limit`; the error says why it was refused.
+    pub fn insert(&mut self, offset: u64, data: Bytes, limit: u64) -> Result<(), String> {
+        self.0
+            .insert(offset, data, limit)
+            .map_err(|e| e.to_string())
     }
 
     /// The next in-order bytes, at most `max`.
@@ -33,65 +44,104 @@ impl Reassembler {
         self.0.read_offset()
     }
 
-    /// What the buffered bytes cost in memory.
+    /// The end of the in-order prefix received.
+    pub fn contiguous_end(&self) -> u64 {
+        self.0.contiguous_end()
+    }
+
+    /// What the buffered bytes cost in memory: at most twice the bytes plus
+    /// [`RANGE_OVERHEAD`] per range.
     pub fn footprint(&self) -> u64 {
         self.0.footprint()
     }
 }
 
-/// A server's multipath state, fed as if a peer had sent it chunks and frames on path 0.
+/// A connection's multipath state without paths: the peer's chunks and frames go in as if
+/// they had arrived on a path, the application's calls as if made on its streams, and the
+/// control frames due come out. Local and peer parameters are both `config`'s.
 #[derive(Debug)]
-pub struct Receiver(State);
+pub struct StateDriver(State);
 
-impl Receiver {
-    /// A server with the given stream and connection windows.
-    pub fn new(stream_window: u64, window: u64) -> Self {
-        let mut config = Config::default();
-        config
-            .stream_receive_window(stream_window)
-            .and_then(|c| c.receive_window(window))
-            .expect("the fuzz target's windows are valid");
+impl StateDriver {
+    /// A fresh connection of `side` (the peer is the other side).
+    pub fn new(side: Side, config: Config, now: Instant) -> Self {
         let params = State::params(&config);
-        Self(State::new(
-            Side::Server,
-            Arc::new(config),
-            params,
-            params,
-            Instant::now(),
-        ))
+        Self(State::new(side, Arc::new(config), params, params, now))
     }
 
-    /// A chunk of stream `id` arrived.
-    pub fn chunk(&mut self, id: u64, offset: u64, data: Bytes) -> Result<(), ProtocolError> {
-        self.0.on_chunk(PathId(0), id, offset, data, Instant::now())
+    /// A chunk of stream `id` arrived on `path`.
+    pub fn on_chunk(
+        &mut self,
+        path: u32,
+        id: u64,
+        offset: u64,
+        data: Bytes,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        self.0.on_chunk(PathId(path), id, offset, data, now)
     }
 
-    /// A control frame arrived.
-    pub fn frame(&mut self, frame: Frame) -> Result<(), ProtocolError> {
-        self.0.on_frame(PathId(0), frame, Instant::now())
+    /// A control frame arrived on `path`.
+    pub fn on_frame(&mut self, path: u32, frame: Frame, now: Instant) -> Result<(), ProtocolError> {
+        self.0.on_frame(PathId(path), frame, now)
     }
 
-    /// The application reads stream `id`.
-    pub fn read(&mut self, id: u64, max: usize) {
-        let _ = self.0.read(id, max, Waker::noop());
+    /// Ends the connection for a protocol error, as the connection does when `on_chunk` or
+    /// `on_frame` fails.
+    pub fn fail(&mut self, error: ProtocolError) {
+        self.0.fail(ConnectionError::Protocol(error));
     }
 
-    /// The application stops stream `id`.
-    pub fn stop(&mut self, id: u64, code: u64) {
-        let _ = self.0.stop(id, code);
+    /// The application reads stream `id` (`None`: it would wait).
+    pub fn read(&mut self, id: u64, max: usize) -> Option<Result<Option<Bytes>, ReadError>> {
+        self.0.read(id, max, Waker::noop())
     }
 
-    /// The application accepts the next stream of a kind.
+    /// The application stops reading stream `id`.
+    pub fn stop(&mut self, id: u64, code: u64) -> Result<(), ReadError> {
+        self.0.stop(id, code)
+    }
+
+    /// The application opens a stream.
+    pub fn open(&mut self, uni: bool, now: Instant) -> Option<u64> {
+        self.0.open(uni, now)
+    }
+
+    /// The application writes to stream `id`; `Ok(0)`: the send buffer is full.
+    pub fn write(&mut self, id: u64, data: &[u8], now: Instant) -> Result<usize, WriteError> {
+        self.0.write(id, data, Waker::noop(), now)
+    }
+
+    /// The application finishes stream `id`.
+    pub fn finish(&mut self, id: u64, now: Instant) -> Result<(), WriteError> {
+        self.0.finish(id, now)
+    }
+
+    /// The application resets stream `id`.
+    pub fn reset(&mut self, id: u64, code: u64, now: Instant) -> Result<(), WriteError> {
+        self.0.reset(id, code, now)
+    }
+
+    /// The application accepts the next stream of a kind the peer opened.
     pub fn accept(&mut self, uni: bool) -> Option<u64> {
         self.0.accept(uni)
     }
 
-    /// The control frames due now go out.
-    pub fn flush(&mut self) -> Vec<Frame> {
-        self.0
-            .drain_control(Instant::now())
-            .into_iter()
-            .map(|(_, frame)| frame)
-            .collect()
+    /// A path's sender takes a grant of `bytes` of stream `id` (as if the scheduler gave it):
+    /// the bytes it would send, so that the peer's data acks have something to acknowledge.
+    pub fn grant(&mut self, path: u32, id: u64, bytes: u64) -> Option<u64> {
+        let work = self.0.take_grant(PathId(path), StreamId(id), bytes)?;
+        Some(
+            work.pieces
+                .iter()
+                .flat_map(|(_, parts)| parts)
+                .map(|p| p.len() as u64)
+                .sum(),
+        )
+    }
+
+    /// The control frames due at `now`, with the path each must take.
+    pub fn drain_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
+        self.0.drain_control(now)
     }
 }
