@@ -131,7 +131,7 @@ pub fn run() -> Result<(), String> {
 
 /// The commands below pick their toolchain with `cargo +nightly` (rustup's proxy on `PATH`),
 /// so this run's own toolchain must not leak into them.
-fn nightly_command(program: &str) -> Command {
+fn without_toolchain_env(program: &str) -> Command {
     let mut command = Command::new(program);
     command.env_remove("CARGO").env_remove("RUSTUP_TOOLCHAIN");
     command
@@ -139,8 +139,16 @@ fn nightly_command(program: &str) -> Command {
 
 /// Whether `cargo +nightly` works: the only reason the fuzz smoke run is skipped.
 fn nightly_available() -> bool {
-    nightly_command("cargo")
-        .args(["+nightly", "--version"])
+    toolchain_available("nightly")
+}
+
+/// Whether `cargo +{toolchain}` works. Asking must not install the toolchain (rustup may, for
+/// a `+toolchain` it lacks).
+fn toolchain_available(toolchain: &str) -> bool {
+    without_toolchain_env("cargo")
+        .arg(format!("+{toolchain}"))
+        .arg("--version")
+        .env("RUSTUP_AUTO_INSTALL", "0")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -150,7 +158,7 @@ fn nightly_available() -> bool {
 /// Every fuzz target for [`FUZZ_SMOKE_SECONDS`] (`fuzz/run.sh` with cargo-fuzz, which
 /// `.ci/run` installs); fails if cargo-fuzz is missing or a target crashes.
 fn fuzz_smoke(root: &Path, line: &str) -> Result<(), String> {
-    let status = nightly_command("bash")
+    let status = without_toolchain_env("bash")
         .arg(FUZZ_SCRIPT)
         .arg(FUZZ_SMOKE_SECONDS.to_string())
         .current_dir(root)
@@ -190,6 +198,11 @@ mod tests {
         let text = std::fs::read_to_string(script).unwrap();
         assert!(text.contains("-max_total_time="));
         assert!(!STEPS.iter().any(|s| s.args.contains(&"fuzz")));
+    }
+
+    #[test]
+    fn a_missing_toolchain_is_detected() {
+        assert!(!toolchain_available("no-such-toolchain-for-the-ci-test"));
     }
 
     #[test]
