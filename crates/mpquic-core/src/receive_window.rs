@@ -88,6 +88,11 @@ impl ReceiveWindow {
         self.raised = true;
     }
 
+    /// A stream's reassembly buffer gave back `bytes` of memory.
+    pub(crate) fn free(&mut self, bytes: u64) {
+        self.footprint = self.footprint.saturating_sub(bytes);
+    }
+
     /// A stream's reassembly buffer went from `before` to `after` bytes of memory; a peer
     /// that makes the buffers cost more than twice the window is refused.
     pub(crate) fn track_footprint(

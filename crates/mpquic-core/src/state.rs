@@ -205,14 +205,13 @@ impl RecvState {
         self.final_size == Some(self.reasm.contiguous_end())
     }
 
-    /// Drops the buffered bytes, which nobody will read: returns the credit they held for the
-    /// connection window and the memory they cost.
-    fn discard(&mut self) -> (u64, u64) {
-        let footprint = self.reasm.footprint();
+    /// Drops the buffered bytes, which nobody will read, and gives the credit and the memory
+    /// they held back to the connection window.
+    fn discard(&mut self, window: &mut ReceiveWindow) {
+        window.free(self.reasm.footprint());
         self.reasm = Reassembler::new();
-        let credit = self.counted_end - self.credited;
+        window.consume(self.counted_end - self.credited);
         self.credited = self.counted_end;
-        (credit, footprint)
     }
 }
 
@@ -879,8 +878,7 @@ impl State {
         recv.counted_end = recv.counted_end.max(end);
         if recv.stopped || recv.reset.is_some() {
             // Nobody reads these bytes: their credit comes straight back.
-            let (credit, _) = recv.discard();
-            self.receive_window.consume(credit);
+            recv.discard(&mut self.receive_window);
             return Ok(());
         }
         let before = recv.reasm.footprint();
@@ -950,10 +948,9 @@ impl State {
             let read_to = recv.reasm.read_offset();
             self.receive_window.consume(read_to - recv.credited);
             recv.credited = read_to;
-            // Footprints only shrink on reads, which is never refused.
-            let _ = self
-                .receive_window
-                .track_footprint(id, before, recv.reasm.footprint());
+            // Reads only shrink the buffer.
+            self.receive_window
+                .free(before.saturating_sub(recv.reasm.footprint()));
             // Keep a window's worth open ahead of the reader, announced in eighths of it,
             // unless the window already covers the end.
             let window = self.local_params.max_stream_data;
@@ -983,9 +980,7 @@ impl State {
         let Some(mut recv) = self.streams.get_mut(&id).and_then(|s| s.recv.take()) else {
             return;
         };
-        let (credit, footprint) = recv.discard();
-        self.receive_window.consume(credit);
-        let _ = self.receive_window.track_footprint(id, footprint, 0);
+        recv.discard(&mut self.receive_window);
         self.maybe_remove(id);
     }
 
@@ -1007,9 +1002,7 @@ impl State {
             self.end_recv(id);
             return Ok(());
         }
-        let (credit, footprint) = recv.discard();
-        self.receive_window.consume(credit);
-        let _ = self.receive_window.track_footprint(id, footprint, 0);
+        recv.discard(&mut self.receive_window);
         self.control
             .push_back((None, Frame::StopSending { stream: id, code }));
         Ok(())
@@ -1172,9 +1165,7 @@ impl State {
         recv.reset = Some(code);
         recv.wake();
         let stopped = recv.stopped;
-        let (credit, footprint) = recv.discard();
-        self.receive_window.consume(credit);
-        let _ = self.receive_window.track_footprint(id, footprint, 0);
+        recv.discard(&mut self.receive_window);
         // Tell the sender its reset arrived, so it can forget the stream.
         self.pending_acks.insert(id, final_size, true, now);
         if stopped {
