@@ -255,6 +255,10 @@ impl Config {
 
     /// Streams of each kind (bidirectional, unidirectional) the peer may have open at once.
     ///
+    /// Each path's quinn connection allows `bidi + uni + 64` chunk and control streams at once
+    /// and keeps the state of finished ones for reuse up to that count, about 1 KB each: a
+    /// long-lived path's heap grows by that much while the pool fills, then stays.
+    ///
     /// # Default
     /// 1024 each.
     pub fn max_concurrent_streams(

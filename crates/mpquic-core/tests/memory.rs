@@ -229,3 +229,40 @@ async fn resets_free_what_their_streams_buffered() {
         "reset streams grew the heap by {growth} bytes"
     );
 }
+
+/// A session that lives for many streams: quinn keeps the state of each path's finished streams
+/// for reuse, up to the path's stream limit (`Config::max_concurrent_streams`, plus 64 for
+/// control), so the heap grows while that pool fills and not after it. Small limits fill it
+/// within the first streams; without the bound each later stream would keep about 1 KB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_lived_session_holds_no_more_than_its_stream_limits() {
+    let _serial = SERIAL.lock().await;
+    const WARM_UP: u64 = 300;
+    const MEASURED: u64 = 300;
+    let mut config = Config::default();
+    config.max_concurrent_streams(8, 8).unwrap();
+    let pair = common::pair_with(2, config).await;
+    common::serve_hashes(pair.server.clone());
+    let mut stream = 0;
+    let mut run = |count: u64| {
+        let client = pair.client.clone();
+        let first = stream;
+        stream += count;
+        async move {
+            for seed in first..first + count {
+                drop(
+                    common::send_and_check(&client, seed, 4096 + (seed as usize % 8000) * 4).await,
+                );
+            }
+        }
+    };
+    run(WARM_UP).await;
+    let before = settled_heap().await;
+    run(MEASURED).await;
+    let growth = settled_heap().await - before;
+    eprintln!("heap growth over {MEASURED} streams after {WARM_UP}: {growth} bytes");
+    assert!(
+        growth < 64 * 1024,
+        "{MEASURED} more streams grew the heap by {growth} bytes"
+    );
+}
