@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_sched::{Scheduler, SchedulerKind, MAX_PATHS};
-use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
+use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 
+use crate::bbr::BbrConfig;
 use crate::error::ConfigError;
 use crate::fld::FldConfig;
 
@@ -28,8 +29,10 @@ pub enum CongestionControl {
     Cubic,
     /// quinn's NewReno.
     NewReno,
-    /// quinn's BBR (marked experimental by quinn).
-    Bbr,
+    /// mpquic's BBRv3 (see [`bbr`](crate::bbr)).
+    Bbr(BbrConfig),
+    /// quinn's own BBR (marked experimental by quinn), for comparison.
+    QuinnBbr,
     /// FLD, flow-length dependent (see [`fld`](crate::fld)).
     Fld(FldConfig),
     /// Any quinn controller factory, e.g. a research controller.
@@ -43,7 +46,7 @@ impl CongestionControl {
         self.factory_with(None)
     }
 
-    /// Like [`factory`](Self::factory), with quinn's controllers starting from
+    /// Like [`factory`](Self::factory), with quinn's controllers and BBR starting from
     /// `initial_window` bytes instead of their own 10 packets. FLD keeps its own initial window
     /// (part of its design) and a custom factory is used as given.
     pub fn factory_with(
@@ -62,7 +65,14 @@ impl CongestionControl {
         match self {
             Self::Cubic => quinn_controller!(CubicConfig),
             Self::NewReno => quinn_controller!(NewRenoConfig),
-            Self::Bbr => quinn_controller!(BbrConfig),
+            Self::QuinnBbr => quinn_controller!(quinn::congestion::BbrConfig),
+            Self::Bbr(config) => {
+                let mut config = *config;
+                if let Some(bytes) = initial_window {
+                    config.initial_window(bytes);
+                }
+                Arc::new(config)
+            }
             Self::Fld(config) => Arc::new(*config),
             Self::Custom(factory) => factory.clone(),
         }
@@ -74,7 +84,9 @@ impl fmt::Debug for CongestionControl {
         match self {
             Self::Cubic => f.write_str("cubic"),
             Self::NewReno => f.write_str("newreno"),
-            Self::Bbr => f.write_str("bbr"),
+            Self::Bbr(config) if config.uses_draft_loss_response() => f.write_str("bbr-draft-loss"),
+            Self::Bbr(_) => f.write_str("bbr"),
+            Self::QuinnBbr => f.write_str("quinn-bbr"),
             Self::Fld(_) => f.write_str("fld"),
             Self::Custom(_) => f.write_str("custom"),
         }
@@ -84,15 +96,19 @@ impl fmt::Debug for CongestionControl {
 impl FromStr for CongestionControl {
     type Err = ConfigError;
 
-    /// `cubic`, `newreno`, `bbr` or `fld` (with its defaults).
+    /// `cubic`, `newreno`, `bbr`, `bbr-draft-loss` (BBR with the draft's loss response),
+    /// `quinn-bbr` or `fld` (each with its defaults).
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name {
             "cubic" => Ok(Self::Cubic),
             "newreno" | "reno" => Ok(Self::NewReno),
-            "bbr" => Ok(Self::Bbr),
+            "bbr" => Ok(Self::Bbr(BbrConfig::default())),
+            "bbr-draft-loss" => Ok(Self::Bbr(*BbrConfig::default().draft_loss_response(true))),
+            "quinn-bbr" => Ok(Self::QuinnBbr),
             "fld" => Ok(Self::Fld(FldConfig::default())),
             _ => Err(ConfigError::Invalid(
-                "congestion controller (expected cubic, newreno, bbr or fld)",
+                "congestion controller (expected cubic, newreno, bbr, bbr-draft-loss, quinn-bbr \
+                 or fld)",
             )),
         }
     }

@@ -58,6 +58,7 @@
 //! #     .block_on(demo()).unwrap();
 //! ```
 
+pub mod bbr;
 mod config;
 mod connection;
 mod endpoint;
@@ -72,6 +73,7 @@ mod pending_acks;
 mod reassembly;
 mod receive_window;
 mod send_buffer;
+mod sent_log;
 pub mod session;
 mod state;
 mod stream;

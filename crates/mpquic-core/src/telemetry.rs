@@ -14,7 +14,6 @@
 //! credit counts twice, for the growth those acknowledgements would have brought.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -26,9 +25,7 @@ use mpquic_sched::{Bandwidth, PathId, PathSnapshot, PathStatus};
 use quinn::congestion::{Controller, ControllerFactory};
 use tokio::sync::Notify;
 
-/// Packets remembered for delivery-rate samples; older ones are forgotten (their acks then give
-/// no sample), which bounds memory on a path with a huge window.
-const MAX_TRACKED_PACKETS: usize = 1 << 16;
+use crate::sent_log::SentLog;
 
 /// What one path's controller has seen, shared between quinn and the path's sender.
 #[derive(Debug)]
@@ -71,7 +68,7 @@ pub(crate) struct TelemetryState {
     pub(crate) generation: u64,
     /// The sender had nothing to send: packets sent now are app-limited (BBR's marking).
     pub(crate) app_limited: bool,
-    sent: SentLog,
+    sent: SentLog<SentPacketState>,
     newest_acked_sent: Option<Instant>,
 }
 
@@ -201,39 +198,6 @@ impl TelemetryState {
     /// Bytes in flight for quinn now, not only as of its last ack batch.
     fn in_flight_now(&self) -> u64 {
         self.in_flight.saturating_add(self.sent_since_acks)
-    }
-}
-
-/// What the bandwidth estimator remembered about each transmit, oldest first, bounded.
-#[derive(Debug, Default)]
-struct SentLog {
-    entries: VecDeque<(Instant, SentPacketState)>,
-}
-
-impl SentLog {
-    fn push(&mut self, sent: Instant, state: SentPacketState) {
-        if self.entries.len() == MAX_TRACKED_PACKETS {
-            self.entries.pop_front();
-        }
-        self.entries.push_back((sent, state));
-    }
-
-    /// The state of the transmit that a packet sent at `sent` belonged to.
-    ///
-    /// quinn reports acks in packet-number order, so sent times only grow: whatever is older
-    /// than this packet and still remembered was lost or acked out of order. quinn calls
-    /// `on_sent` once per transmit, which with GSO is a batch of packets sharing one send time,
-    /// but `on_ack` once per packet: so a transmit's entry serves every packet of it and stays
-    /// until a later packet is acked. (Taking the entry at the batch's first ack dropped the rest
-    /// from the delivered count: a 40 Mbit/s path was estimated at 17.5.)
-    fn acked(&mut self, sent: Instant) -> Option<SentPacketState> {
-        while self.entries.front().is_some_and(|(t, _)| *t < sent) {
-            self.entries.pop_front();
-        }
-        self.entries
-            .front()
-            .filter(|(t, _)| *t == sent)
-            .map(|(_, state)| *state)
     }
 }
 

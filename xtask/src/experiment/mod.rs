@@ -95,6 +95,10 @@ pub struct ExperimentArgs {
     /// Only the schedulers' rows: no single-path, FLD or MEH rows.
     #[arg(long)]
     no_extras: bool,
+    /// The congestion controller of the scheduler and single-path rows (a name that
+    /// `mpquic::CongestionControl` parses).
+    #[arg(long, default_value = MAIN_CC)]
+    cc: String,
     /// Output directory (default: target/experiment).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -136,11 +140,15 @@ pub enum VariantKind {
     NoDeliveryReports,
 }
 
+/// The congestion controller of the scheduler rows unless `--cc` says otherwise: the library's
+/// default.
+pub const MAIN_CC: &str = "cubic";
+
 impl Variant {
-    fn main(kind: SchedulerKind) -> Self {
+    fn main(kind: SchedulerKind, cc: &str) -> Self {
         Self {
             scheduler: kind.name().to_owned(),
-            cc: "cubic".to_owned(),
+            cc: cc.to_owned(),
             paths: "all".to_owned(),
             kind: VariantKind::Main,
         }
@@ -149,8 +157,14 @@ impl Variant {
     /// The row's label in the tables.
     pub fn label(&self) -> String {
         match self.kind {
-            VariantKind::Main => self.scheduler.clone(),
-            VariantKind::SinglePath(k) => format!("path {k} alone ({})", self.scheduler),
+            VariantKind::Main if self.cc == MAIN_CC => self.scheduler.clone(),
+            VariantKind::Main => format!("{} + {}", self.scheduler, self.cc),
+            VariantKind::SinglePath(k) if self.cc == MAIN_CC => {
+                format!("path {k} alone ({})", self.scheduler)
+            }
+            VariantKind::SinglePath(k) => {
+                format!("path {k} alone ({} + {})", self.scheduler, self.cc)
+            }
             VariantKind::Quinn => "quinn (h3-quinn), better path".to_owned(),
             VariantKind::Tquic => format!("{} + {} (all at once)", self.scheduler, self.cc),
             VariantKind::Fld => format!("{} + fld", self.scheduler),
@@ -182,8 +196,10 @@ pub fn variants(
     schedulers: &[SchedulerKind],
     extras: bool,
     netns: bool,
+    cc: &str,
 ) -> Vec<Variant> {
-    let mut rows: Vec<Variant> = schedulers.iter().copied().map(Variant::main).collect();
+    let main = |kind| Variant::main(kind, cc);
+    let mut rows: Vec<Variant> = schedulers.iter().copied().map(main).collect();
     if !extras {
         return rows;
     }
@@ -198,7 +214,7 @@ pub fn variants(
             rows.push(Variant {
                 paths: format!("path{k}"),
                 kind: VariantKind::SinglePath(k),
-                ..Variant::main(single)
+                ..main(single)
             });
         }
     }
@@ -229,20 +245,20 @@ pub fn variants(
             rows.push(Variant {
                 cc: "fld".to_owned(),
                 kind: VariantKind::Fld,
-                ..Variant::main(k)
+                ..main(k)
             });
         }
         for &k in &extra {
             rows.push(Variant {
                 paths: "auto".to_owned(),
                 kind: VariantKind::Meh,
-                ..Variant::main(k)
+                ..main(k)
             });
         }
         for &k in &extra {
             rows.push(Variant {
                 kind: VariantKind::NoDeliveryReports,
-                ..Variant::main(k)
+                ..main(k)
             });
         }
     }
@@ -269,6 +285,8 @@ pub struct Plan {
     pub timeout: f64,
     /// Whether the extra rows run.
     pub extras: bool,
+    /// The congestion controller of the scheduler rows.
+    pub cc: String,
     /// Time a run may take beyond `timeout` before it is killed.
     pub setup_slack: Duration,
     /// Output directory.
@@ -281,7 +299,13 @@ impl Plan {
     /// The rows of `scenario`.
     pub fn variants(&self, scenario: &str) -> Vec<Variant> {
         match self.scenarios.iter().find(|s| s.name == scenario) {
-            Some(s) => variants(s, &self.schedulers, self.extras, self.mode == "netns"),
+            Some(s) => variants(
+                s,
+                &self.schedulers,
+                self.extras,
+                self.mode == "netns",
+                &self.cc,
+            ),
             None => Vec::new(),
         }
     }
@@ -450,6 +474,7 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
         time_scale: args.time_scale,
         timeout: args.timeout,
         extras: !args.no_extras,
+        cc: args.cc.clone(),
         setup_slack: SETUP_SLACK,
         out,
         command: command_line(),
@@ -797,6 +822,7 @@ mod tests {
             time_scale: 0.0,
             timeout: 0.2,
             extras: false,
+            cc: MAIN_CC.to_owned(),
             setup_slack: Duration::ZERO,
             out: dir.clone(),
             command: String::new(),
@@ -804,7 +830,7 @@ mod tests {
         let job = Job {
             scenario: plan.scenarios[0],
             page: &plan.pages[0],
-            variant: Variant::main(SchedulerKind::Lrf),
+            variant: Variant::main(SchedulerKind::Lrf, MAIN_CC),
             rep: 0,
         };
         let programs = |bin: &Path| Programs {
@@ -835,8 +861,8 @@ mod tests {
     fn extra_rows_only_where_issue_7_asks() {
         let all = SchedulerKind::ALL.to_vec();
         let scenario = |name| Scenario::by_name(name).unwrap();
-        let high = variants(scenario("pb-high"), &all, true, true);
-        let low = variants(scenario("pb-low"), &all, true, true);
+        let high = variants(scenario("pb-high"), &all, true, true, MAIN_CC);
+        let low = variants(scenario("pb-low"), &all, true, true, MAIN_CC);
         // Each path alone, quinn, and tquic's variants everywhere; FLD, MEH and no delivery
         // reports in pb-high.
         let baselines = 2 + 1 + TQUIC_VARIANTS.len();
@@ -853,15 +879,21 @@ mod tests {
             .iter()
             .any(|v| v.paths == "auto" && v.scheduler == "priority-bucket"));
         assert_eq!(
-            variants(scenario("lte"), &[SchedulerKind::Sec], false, true).len(),
+            variants(scenario("lte"), &[SchedulerKind::Sec], false, true, MAIN_CC).len(),
             1
         );
         // Without the testbed, no tquic rows.
-        let loopback = variants(scenario("pb-low"), &all, true, false);
+        let loopback = variants(scenario("pb-low"), &all, true, false, MAIN_CC);
         assert!(loopback.iter().all(|v| v.kind != VariantKind::Tquic));
         assert!(loopback.iter().any(|v| v.kind == VariantKind::Quinn));
         // Without lrf, the single-path rows take the first scheduler.
-        let single = variants(scenario("sec-low"), &[SchedulerKind::Sec], true, false);
+        let single = variants(
+            scenario("sec-low"),
+            &[SchedulerKind::Sec],
+            true,
+            false,
+            MAIN_CC,
+        );
         assert_eq!(single[1].label(), "path 0 alone (sec)");
         assert_eq!(single[2].label(), "path 1 alone (sec)");
     }

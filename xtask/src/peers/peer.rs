@@ -154,7 +154,7 @@ pub fn variants(
                     .iter()
                     .filter(|s| *s == "priority-bucket" || *s == "lrf")
                 {
-                    for cc in ["bbr", "newreno"] {
+                    for cc in ["bbr", "bbr-draft-loss", "quinn-bbr", "newreno"] {
                         let flags = json!({"scheduler": s, "cc": cc});
                         push("mpquic".into(), format!("{s}, {cc}"), false, flags, &all);
                     }

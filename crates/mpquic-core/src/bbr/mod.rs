@@ -1,0 +1,197 @@
+//! BBR version 3 (draft-ietf-ccwg-bbr) as a quinn congestion controller.
+//!
+//! BBR models the path instead of reacting to each loss: it estimates the bottleneck bandwidth
+//! (the maximum delivery rate over the last two probing cycles) and the minimum RTT, sends at
+//! that bandwidth, keeps about one bandwidth-delay product in flight, and probes for more in
+//! cycles (ProbeBW: Down, Cruise, Refill, Up), with a ProbeRTT every 5 s without a new
+//! minimum RTT. Loss bounds the model (`inflight_hi`, `bw_lo`, `inflight_lo`) only when the
+//! loss rate of a round passes a threshold, so the random loss of a radio link does not cut the
+//! rate the way it cuts a loss-based window.
+//!
+//! # On quinn
+//! quinn reports sends, acknowledged packets (by send time), ends of ack batches and losses
+//! (in batches). The controller keeps a record per transmit (what had been delivered and lost
+//! when it left and what was in flight), turns acknowledgements into delivery-rate samples with
+//! `mpquic-estimate`'s sampler, and runs the draft's per-ACK steps once per ack batch with the
+//! sample of the newest packet acknowledged, as the draft does per ACK.
+//!
+//! quinn has no pacing-rate input: it paces at 1.25 x window / smoothed RTT and stops at the
+//! window. So the window handed to quinn is BBR's pacing rate times the minimum RTT, plus the
+//! ack-aggregation allowance and two packets, capped by BBR's cwnd: the flight is held at what
+//! the pacing rate keeps in flight, the sending rate follows the pacing rate through the ack
+//! clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
+//!
+//! # The loss response, changed
+//! With [`BbrConfig::draft_loss_response`] off (the default), a round counts as congested
+//! only when its loss rate exceeds the threshold (2%) *plus the path's background loss rate*,
+//! which is learned from rounds that do not probe (an average with weight 1/8, capped at 10%).
+//! The draft cuts `bw_lo` and `inflight_lo` by 30% after every round with any loss and
+//! `inflight_hi` when a probe loses more than 2%: under 2% random loss every round has losses,
+//! so the lower bounds ratchet down to what the last round delivered and the rate collapses.
+//! Loss above the background still bounds the model exactly as the draft says.
+//!
+//! # Delivery reports
+//! mpquic credits a slow path's window early with bytes its receiver reports delivered on a
+//! faster path (see `telemetry.rs`). That credit is added to the window quinn sees, outside this
+//! controller: BBR's samples come only from quinn's own acknowledgements, so no byte is counted
+//! twice in the model, and the credit only lets the next transmits leave before their acks.
+
+mod model;
+#[cfg(test)]
+mod tests;
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quinn::congestion::{Controller, ControllerFactory, ControllerMetrics};
+
+pub use model::BbrState;
+use model::{BbrModel, SentRecord};
+
+use crate::sent_log::SentLog;
+
+/// Settings of BBR; a quinn [`ControllerFactory`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BbrConfig {
+    initial_window: u64,
+    loss_threshold: f64,
+    draft_loss_response: bool,
+}
+
+impl Default for BbrConfig {
+    fn default() -> Self {
+        Self {
+            initial_window: crate::DEFAULT_INITIAL_WINDOW,
+            loss_threshold: 0.02,
+            draft_loss_response: false,
+        }
+    }
+}
+
+impl BbrConfig {
+    /// Bytes in flight allowed before the first RTT sample.
+    ///
+    /// # Default
+    /// [`DEFAULT_INITIAL_WINDOW`](crate::DEFAULT_INITIAL_WINDOW).
+    pub fn initial_window(&mut self, bytes: u64) -> &mut Self {
+        self.initial_window = bytes;
+        self
+    }
+
+    /// The loss rate of a round above which BBR bounds its model (the draft's
+    /// `BBRLossThresh`), clamped to 0..=1.
+    ///
+    /// # Default
+    /// 0.02.
+    pub fn loss_threshold(&mut self, rate: f64) -> &mut Self {
+        self.loss_threshold = if rate.is_nan() {
+            0.02
+        } else {
+            rate.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// Whether loss is judged as the draft does: any loss in a round lowers the lower bounds,
+    /// and a probe's loss above the threshold lowers `inflight_hi`, whatever the path loses
+    /// without congestion. Off, the threshold applies above the learned background loss rate
+    /// (see the [module documentation](self)); on, for comparison.
+    ///
+    /// # Default
+    /// false.
+    pub fn draft_loss_response(&mut self, draft: bool) -> &mut Self {
+        self.draft_loss_response = draft;
+        self
+    }
+
+    pub(crate) fn uses_draft_loss_response(&self) -> bool {
+        self.draft_loss_response
+    }
+}
+
+impl ControllerFactory for BbrConfig {
+    fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        Box::new(Bbr {
+            model: BbrModel::new(*self, u64::from(current_mtu)),
+            sent: SentLog::default(),
+            config: *self,
+        })
+    }
+}
+
+/// One path's BBR: the model and the records of its transmits.
+#[derive(Debug, Clone)]
+struct Bbr {
+    model: BbrModel,
+    sent: SentLog<SentRecord>,
+    config: BbrConfig,
+}
+
+impl Controller for Bbr {
+    fn on_sent(&mut self, now: Instant, bytes: u64, _last_packet_number: u64) {
+        let record = self.model.on_sent(now, bytes);
+        self.sent.push(now, record);
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        _app_limited: bool,
+        _rtt: &quinn_proto::RttEstimator,
+    ) {
+        let record = self.sent.acked(sent);
+        self.model.on_ack(now, sent, record.as_ref(), bytes);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        app_limited: bool,
+        _largest_packet_num_acked: Option<u64>,
+    ) {
+        self.model.on_end_acks(now, in_flight, app_limited);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        _sent: Instant,
+        is_persistent_congestion: bool,
+        lost_bytes: u64,
+    ) {
+        self.model
+            .on_loss(now, lost_bytes, is_persistent_congestion);
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.model.on_mtu_update(u64::from(new_mtu));
+    }
+
+    fn window(&self) -> u64 {
+        self.model.window()
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        let mut metrics = ControllerMetrics::default();
+        metrics.congestion_window = self.model.window();
+        // Bits per second, as quinn's qlog expects.
+        metrics.pacing_rate = Some((self.model.pacing_rate() * 8.0) as u64);
+        metrics
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.config.initial_window
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}

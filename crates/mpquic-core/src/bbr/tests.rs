@@ -1,0 +1,464 @@
+//! BBR on a synthetic ack clock: one bottleneck (rate, base RTT, buffer, random loss) and a
+//! sender that sends what the window and a quinn-like pacer allow, on simulated time.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use super::model::{BbrModel, BbrState, SentRecord};
+use super::BbrConfig;
+use crate::sent_log::SentLog;
+
+const MSS: u64 = 1200;
+
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// Bytes per second.
+    rate: f64,
+    base_rtt: Duration,
+    /// Bytes the bottleneck queue holds.
+    buffer: u64,
+    loss: f64,
+}
+
+impl Link {
+    fn new(mbit: f64, rtt_ms: u64, buffer_packets: u64) -> Self {
+        Self {
+            rate: mbit * 1e6 / 8.0,
+            base_rtt: Duration::from_millis(rtt_ms),
+            buffer: buffer_packets * MSS,
+            loss: 0.0,
+        }
+    }
+
+    fn lossy(mut self, loss: f64) -> Self {
+        self.loss = loss;
+        self
+    }
+
+    fn bdp(&self) -> f64 {
+        self.rate * self.base_rtt.as_secs_f64()
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Ack { sent: Instant },
+    Loss,
+}
+
+/// What the application offers: everything, or one packet per interval.
+#[derive(Debug, Clone, Copy)]
+enum Demand {
+    Bulk,
+    OnePacketEvery(Duration),
+}
+
+struct Sim {
+    model: BbrModel,
+    log: SentLog<SentRecord>,
+    link: Link,
+    start: Instant,
+    now: Instant,
+    events: BinaryHeap<Reverse<(Instant, u64, Event)>>,
+    sequence: u64,
+    busy_until: Instant,
+    next_send: Instant,
+    in_flight: u64,
+    delivered: u64,
+    lost: u64,
+    random: u64,
+    demand: Demand,
+    app_next: Instant,
+    last_rtt: Option<Duration>,
+    states: Vec<(Duration, BbrState)>,
+    rtts: Vec<(Duration, Duration)>,
+}
+
+impl Sim {
+    fn new(config: BbrConfig, link: Link) -> Self {
+        let start = Instant::now();
+        Self {
+            model: BbrModel::new(config, MSS),
+            log: SentLog::default(),
+            link,
+            start,
+            now: start,
+            events: BinaryHeap::new(),
+            sequence: 0,
+            busy_until: start,
+            next_send: start,
+            in_flight: 0,
+            delivered: 0,
+            lost: 0,
+            random: 0x2545_F491_4F6C_DD1D,
+            demand: Demand::Bulk,
+            app_next: start,
+            last_rtt: None,
+            states: vec![(Duration::ZERO, BbrState::Startup)],
+            rtts: Vec::new(),
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.now - self.start
+    }
+
+    fn uniform(&mut self) -> f64 {
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        (self.random >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn push(&mut self, at: Instant, event: Event) {
+        self.sequence += 1;
+        self.events.push(Reverse((at, self.sequence, event)));
+    }
+
+    /// Sends what the window, the pacer and the application allow now; returns when the
+    /// pacer or the application next allows a send, if it is what blocks.
+    fn send(&mut self) -> Option<Instant> {
+        loop {
+            if self.in_flight + MSS > self.model.window() {
+                return None;
+            }
+            if self.next_send > self.now {
+                return Some(self.next_send);
+            }
+            if let Demand::OnePacketEvery(interval) = self.demand {
+                if self.app_next > self.now {
+                    return Some(self.app_next);
+                }
+                self.app_next = self.now + interval;
+            }
+            let record = self.model.on_sent(self.now, MSS);
+            self.log.push(self.now, record);
+            self.in_flight += MSS;
+            // quinn's pacer: 1.25 x window per smoothed RTT.
+            if let Some(rtt) = self.last_rtt {
+                let rate = 1.25 * self.model.window() as f64 / rtt.as_secs_f64();
+                self.next_send = self.now + Duration::from_secs_f64(MSS as f64 / rate);
+            }
+            let serialisation = Duration::from_secs_f64(MSS as f64 / self.link.rate);
+            let backlog = self.busy_until.saturating_duration_since(self.now);
+            let queued = (backlog.as_secs_f64() * self.link.rate) as u64;
+            let random_loss = self.uniform() < self.link.loss;
+            if queued + MSS > self.link.buffer || random_loss {
+                // Noticed about a round trip later, when later packets are acknowledged.
+                let noticed = self.now.max(self.busy_until) + self.link.base_rtt * 9 / 8;
+                self.push(noticed, Event::Loss);
+                continue;
+            }
+            self.busy_until = self.now.max(self.busy_until) + serialisation;
+            let sent = self.now;
+            self.push(self.busy_until + self.link.base_rtt, Event::Ack { sent });
+        }
+    }
+
+    fn run_for(&mut self, duration: Duration) {
+        let end = self.now + duration;
+        while self.now < end {
+            let wake = self.send();
+            let next_event = self.events.peek().map(|Reverse((at, _, _))| *at);
+            let next = match (next_event, wake) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => end,
+            };
+            self.now = next.max(self.now);
+            let mut acked_any = false;
+            let mut lost = 0;
+            while let Some(Reverse((at, _, _))) = self.events.peek() {
+                if *at > self.now {
+                    break;
+                }
+                let Some(Reverse((_, _, event))) = self.events.pop() else {
+                    break;
+                };
+                match event {
+                    Event::Ack { sent } => {
+                        let record = self.log.acked(sent);
+                        self.model.on_ack(self.now, sent, record.as_ref(), MSS);
+                        self.in_flight -= MSS;
+                        self.delivered += MSS;
+                        let rtt = self.now - sent;
+                        self.last_rtt = Some(rtt);
+                        self.rtts.push((self.elapsed(), rtt));
+                        acked_any = true;
+                    }
+                    Event::Loss => lost += MSS,
+                }
+            }
+            if lost > 0 {
+                self.in_flight -= lost;
+                self.lost += lost;
+                self.model.on_loss(self.now, lost, false);
+            }
+            if acked_any {
+                let app_limited = matches!(self.demand, Demand::OnePacketEvery(_));
+                self.model
+                    .on_end_acks(self.now, self.in_flight, app_limited);
+            }
+            let state = self.model.state();
+            if self.states.last().is_none_or(|(_, s)| *s != state) {
+                self.states.push((self.elapsed(), state));
+            }
+        }
+    }
+
+    fn visited(&self, state: BbrState) -> bool {
+        self.states.iter().any(|(_, s)| *s == state)
+    }
+
+    fn first_time_in(&self, state: BbrState) -> Option<Duration> {
+        self.states
+            .iter()
+            .find(|(_, s)| *s == state)
+            .map(|(t, _)| *t)
+    }
+
+    /// Delivered bytes per second over the last `window` of the run.
+    fn goodput_since(&mut self, window: Duration) -> f64 {
+        let before = self.delivered;
+        self.run_for(window);
+        (self.delivered - before) as f64 / window.as_secs_f64()
+    }
+}
+
+/// A large bottleneck: Startup's window doubles each round trip.
+#[test]
+fn startup_doubles_the_window_each_round() {
+    let mut sim = Sim::new(BbrConfig::default(), Link::new(1000.0, 50, 100_000));
+    let mut windows = Vec::new();
+    for _ in 0..6 {
+        sim.run_for(Duration::from_millis(50));
+        windows.push(sim.model.cwnd());
+    }
+    assert_eq!(sim.model.state(), BbrState::Startup);
+    for pair in windows.windows(2) {
+        let growth = pair[1] as f64 / pair[0] as f64;
+        assert!((1.6..=2.4).contains(&growth), "{windows:?}");
+    }
+}
+
+/// 10 Mbit/s, 40 ms, a deep buffer: Startup ends when the bandwidth stops growing, Drain
+/// empties the queue it built, and the estimate is the link's rate.
+#[test]
+fn startup_exits_on_the_bandwidth_plateau_and_drains_to_the_bdp() {
+    let link = Link::new(10.0, 40, 1000);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(2));
+    let drain = sim.first_time_in(BbrState::Drain).expect("Startup ended");
+    assert!(drain < Duration::from_millis(800), "{:?}", sim.states);
+    assert_eq!(sim.lost, 0, "the plateau, not a loss, ended Startup");
+    let down = sim
+        .states
+        .iter()
+        .find(|(_, s)| s.is_probe_bw())
+        .map(|(t, _)| *t)
+        .expect("Drain ended");
+    assert!(
+        down - drain < Duration::from_millis(200),
+        "{:?}",
+        sim.states
+    );
+    let max_bw = sim.model.max_bw();
+    assert!(
+        (max_bw / link.rate - 1.0).abs() < 0.1,
+        "max_bw {max_bw} against {}",
+        link.rate
+    );
+    let min_rtt = sim.model.min_rtt().expect("an RTT");
+    assert!(min_rtt < link.base_rtt + Duration::from_millis(3));
+    // Drained: what is in flight is about one bandwidth-delay product.
+    assert!(
+        (sim.model.in_flight() as f64) < 1.3 * link.bdp(),
+        "in flight {} against a BDP of {}",
+        sim.model.in_flight(),
+        link.bdp()
+    );
+}
+
+/// A buffer of 5 packets: Startup overflows it and ends on loss, bounding `inflight_hi`.
+#[test]
+fn startup_exits_on_loss_in_a_shallow_buffer() {
+    let link = Link::new(50.0, 20, 5);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(1));
+    assert!(sim.lost > 0);
+    assert!(sim.visited(BbrState::Drain), "{:?}", sim.states);
+    assert!(
+        sim.model.inflight_hi() < u64::MAX,
+        "loss bounded inflight_hi"
+    );
+    assert!(
+        (sim.model.inflight_hi() as f64) < 3.0 * link.bdp(),
+        "inflight_hi {} against a BDP of {}",
+        sim.model.inflight_hi(),
+        link.bdp()
+    );
+}
+
+/// ProbeBW cycles through Down, Cruise, Refill and Up, and keeps the queue small.
+#[test]
+fn probe_bw_cycles_through_its_phases() {
+    let link = Link::new(20.0, 30, 1000);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(12));
+    // Down can last less than an ack batch (the flight is already low) and not be seen.
+    for phase in [
+        BbrState::ProbeBwCruise,
+        BbrState::ProbeBwRefill,
+        BbrState::ProbeBwUp,
+    ] {
+        assert!(sim.visited(phase), "{phase:?} in {:?}", sim.states);
+    }
+    let ups = sim
+        .states
+        .iter()
+        .filter(|(_, s)| *s == BbrState::ProbeBwUp)
+        .count();
+    assert!(ups >= 3, "{:?}", sim.states);
+    // Each probe ends within a few round trips.
+    for pair in sim.states.windows(2) {
+        if pair[0].1 == BbrState::ProbeBwUp {
+            assert!(
+                pair[1].0 - pair[0].0 < Duration::from_millis(300),
+                "{:?}",
+                sim.states
+            );
+        }
+    }
+    // The second half's median RTT stays near the base RTT: no standing queue.
+    let mut rtts: Vec<Duration> = sim
+        .rtts
+        .iter()
+        .filter(|(t, _)| *t > Duration::from_secs(6))
+        .map(|(_, rtt)| *rtt)
+        .collect();
+    rtts.sort();
+    let median = rtts[rtts.len() / 2];
+    assert!(
+        median.as_secs_f64() < 1.25 * link.base_rtt.as_secs_f64(),
+        "median RTT {median:?}"
+    );
+    let goodput = sim.goodput_since(Duration::from_secs(4));
+    assert!(goodput > 0.9 * link.rate, "{goodput} of {}", link.rate);
+}
+
+/// Five seconds without a lower RTT sample: ProbeRTT drains the flight to half a BDP for at
+/// least 200 ms, then BBR returns to ProbeBW.
+#[test]
+fn probe_rtt_comes_after_five_seconds_without_a_new_minimum() {
+    let link = Link::new(20.0, 30, 1000);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(12));
+    let entered = sim
+        .first_time_in(BbrState::ProbeRtt)
+        .expect("ProbeRTT came");
+    assert!(
+        entered >= Duration::from_secs(5) && entered < Duration::from_secs(11),
+        "{:?}",
+        sim.states
+    );
+    let position = sim
+        .states
+        .iter()
+        .position(|(_, s)| *s == BbrState::ProbeRtt)
+        .unwrap_or_default();
+    let (left, after) = sim.states[position + 1];
+    assert!(after.is_probe_bw(), "{:?}", sim.states);
+    assert!(
+        left - entered >= Duration::from_millis(200),
+        "{:?}",
+        sim.states
+    );
+}
+
+/// An application that sends one packet per 20 ms after BBR has measured the link: its
+/// app-limited samples do not lower the bandwidth estimate.
+#[test]
+fn app_limited_samples_do_not_lower_the_estimate() {
+    let link = Link::new(20.0, 30, 1000);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(2));
+    let measured = sim.model.max_bw();
+    sim.demand = Demand::OnePacketEvery(Duration::from_millis(20));
+    sim.app_next = sim.now;
+    sim.run_for(Duration::from_secs(2));
+    assert!(
+        sim.model.max_bw() >= 0.95 * measured,
+        "{} after {measured}",
+        sim.model.max_bw()
+    );
+}
+
+/// 1% random loss, below the 2% threshold, and 2%: the default keeps the rate; the draft's
+/// own response is what collapses, and the test keeps both in view.
+#[test]
+fn random_loss_below_the_threshold_does_not_cut_the_model() {
+    for loss in [0.01, 0.02] {
+        let link = Link::new(10.0, 40, 200).lossy(loss);
+        let mut ours = Sim::new(BbrConfig::default(), link);
+        ours.run_for(Duration::from_secs(6));
+        let goodput = ours.goodput_since(Duration::from_secs(10));
+        let mut draft = Sim::new(*BbrConfig::default().draft_loss_response(true), link);
+        draft.run_for(Duration::from_secs(6));
+        let draft_goodput = draft.goodput_since(Duration::from_secs(10));
+        eprintln!(
+            "loss {loss}: goodput {:.0}% (background {:.3}), draft's response {:.0}%",
+            100.0 * goodput / link.rate,
+            ours.model.background_loss(),
+            100.0 * draft_goodput / link.rate
+        );
+        assert!(
+            goodput > 0.8 * link.rate * (1.0 - loss),
+            "{loss}: {goodput} of {}",
+            link.rate
+        );
+        assert!(goodput >= draft_goodput, "{goodput} < {draft_goodput}");
+    }
+}
+
+/// Congestion loss above the background (a competing burst overflowing the buffer) still
+/// bounds the model: the lower bound drops below the link's rate.
+#[test]
+fn loss_above_the_threshold_bounds_the_model() {
+    let link = Link::new(10.0, 40, 20);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(3));
+    // Half the link disappears (as if a competing flow took it): the queue overflows.
+    sim.link.rate /= 2.0;
+    sim.run_for(Duration::from_secs(3));
+    assert!(sim.lost > 0);
+    assert!(
+        sim.model.bw() < 0.8 * link.rate,
+        "bw {} after the rate halved from {}",
+        sim.model.bw(),
+        link.rate
+    );
+}
+
+#[test]
+fn absurd_inputs_do_not_panic() {
+    let mut model = BbrModel::new(BbrConfig::default(), 0);
+    let start = Instant::now();
+    let record = model.on_sent(start, u64::MAX);
+    model.on_sent(start, u64::MAX);
+    // An ack "before" its send, of more bytes than were sent.
+    model.on_ack(
+        start,
+        start + Duration::from_secs(1),
+        Some(&record),
+        u64::MAX,
+    );
+    model.on_end_acks(start, u64::MAX, false);
+    model.on_loss(start, u64::MAX, false);
+    model.on_loss(start, u64::MAX, true);
+    model.on_end_acks(start + Duration::from_secs(3600), 0, true);
+    model.on_mtu_update(0);
+    assert!(model.window() >= 4);
+    assert!(model.pacing_rate().is_finite());
+}
