@@ -11,8 +11,13 @@
 //!
 //! ```text
 //! {"bytes":100000000,"seconds":..,"goodput_mbps":..,"paths":2,"scheduler":"priority-bucket",
-//!  "per_path_bytes":{"0":..,"1":..},"sha256_match":true}
+//!  "per_path_bytes":{"0":..,"1":..},"rtt":{"0":{"srtt_median_ms":..,"min_rtt_ms":..},..},
+//!  "sha256_match":true}
 //! ```
+//!
+//! `rtt` is each path's smoothed RTT, sampled every 10 ms, as the median over the second half
+//! of the transfer, and its minimum RTT at the end: how much queue the congestion controller
+//! keeps standing once it is past its start.
 //!
 //! The exit code is non-zero if the digests differ or `--timeout` passes. To run the two ends
 //! apart (e.g. in the netns testbed), start `--role server --local ADDR[,ADDR..]` (it writes its
@@ -25,13 +30,14 @@
 
 mod transfer;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use mpquic::{Config, Endpoint};
+use mpquic::{Config, Endpoint, PathStats, PathStatus};
 use rustls::pki_types::CertificateDer;
 use serde_json::json;
 
@@ -70,7 +76,7 @@ struct Args {
     /// both, where the in-process server listens, default 127.0.0.1:0).
     #[arg(long, value_delimiter = ',')]
     remote: Vec<SocketAddr>,
-    /// Congestion controller on every path: cubic, newreno or bbr.
+    /// Congestion controller on every path: cubic, newreno, bbr, quinn-bbr, ...
     #[arg(long, default_value = "cubic")]
     cc: String,
     /// Bytes every path's congestion window starts with (default: mpquic's, 32 packets;
@@ -180,7 +186,23 @@ async fn client(
     let expected = Payload::digest(args.seed, args.size);
     let (endpoint, conn) =
         transfer::connect_paths(config(args, locals.len())?, cert, &locals, remotes).await?;
-    let sent = transfer::send_checked(&conn, args.seed, args.size, &expected).await?;
+    let send = transfer::send_checked(&conn, args.seed, args.size, &expected);
+    tokio::pin!(send);
+    let start = Instant::now();
+    let mut samples: Vec<(Duration, PathStats)> = Vec::new();
+    let mut tick = tokio::time::interval(RTT_SAMPLE_INTERVAL);
+    // Ends with the transfer, which `--timeout` bounds.
+    let sent = loop {
+        tokio::select! {
+            sent = &mut send => break sent?,
+            _ = tick.tick() => samples.extend(
+                conn.paths()
+                    .into_iter()
+                    .filter(|p| p.status != PathStatus::Down)
+                    .map(|p| (start.elapsed(), p)),
+            ),
+        }
+    };
     let per_path: serde_json::Map<_, _> = sent
         .per_path
         .iter()
@@ -195,12 +217,38 @@ async fn client(
             "paths": locals.len(),
             "scheduler": args.scheduler,
             "per_path_bytes": per_path,
+            "rtt": second_half_rtts(&samples, sent.elapsed),
             "sha256_match": sent.matched,
         })
     );
     conn.close(0, b"done");
     endpoint.close();
     Ok(sent.matched)
+}
+
+/// How often the client samples each path's RTT during the transfer.
+const RTT_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Per path: the median smoothed RTT over the second half of the transfer and the last minimum
+/// RTT, in milliseconds.
+fn second_half_rtts(samples: &[(Duration, PathStats)], elapsed: Duration) -> serde_json::Value {
+    let mut by_path: BTreeMap<u32, Vec<&PathStats>> = BTreeMap::new();
+    for (_, stats) in samples.iter().filter(|(at, _)| *at >= elapsed / 2) {
+        by_path.entry(stats.id.0).or_default().push(stats);
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let rtts: serde_json::Map<_, _> = by_path
+        .into_iter()
+        .map(|(path, stats)| {
+            let mut srtts: Vec<Duration> = stats.iter().map(|s| s.srtt).collect();
+            srtts.sort();
+            let median = srtts.get(srtts.len() / 2).copied().unwrap_or_default();
+            let min_rtt = stats.last().map(|s| s.min_rtt).unwrap_or_default();
+            let entry = json!({ "srtt_median_ms": ms(median), "min_rtt_ms": ms(min_rtt) });
+            (path.to_string(), entry)
+        })
+        .collect();
+    json!(rtts)
 }
 
 async fn run(args: Args) -> Result<bool, BoxError> {

@@ -79,6 +79,16 @@ impl CongestionControl {
     }
 }
 
+impl CongestionControl {
+    /// Whether the window opens with acknowledgements, so that mpquic's delivery credit
+    /// (acknowledgements learnt early on a faster path) makes it open sooner. BBR's window is
+    /// its pacing rate's flight, which acknowledgements do not open: there the credit mostly
+    /// adds a standing queue (see [`bbr`](crate::bbr)).
+    fn is_ack_clocked(&self) -> bool {
+        !matches!(self, Self::Bbr(_) | Self::QuinnBbr)
+    }
+}
+
 impl fmt::Debug for CongestionControl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -369,11 +379,19 @@ impl Config {
     /// after its packets arrived, which makes its slow start slow (see
     /// [`Frame::PathReceived`](crate::wire::Frame::PathReceived)).
     ///
+    /// With BBR the reports are sent but credit nothing: BBR's window is not opened by
+    /// acknowledgements.
+    ///
     /// # Default
     /// On.
     pub fn delivery_reports(&mut self, enabled: bool) -> &mut Self {
         self.delivery_reports = enabled;
         self
+    }
+
+    /// Whether the peer's delivery reports credit this end's windows.
+    pub(crate) fn delivery_credit(&self) -> bool {
+        self.delivery_reports && self.congestion.is_ack_clocked()
     }
 
     /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it),

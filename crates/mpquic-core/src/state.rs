@@ -1105,7 +1105,7 @@ impl State {
             Frame::PathReceived { path, bytes } => {
                 // A path already gone, or one this end does not know, has nothing to credit.
                 let entry = self.paths.get(&PathId(path));
-                if let Some(entry) = entry.filter(|_| self.config.delivery_reports) {
+                if let Some(entry) = entry.filter(|_| self.config.delivery_credit()) {
                     let stats = entry.conn.stats();
                     entry.telemetry.on_delivery_report(
                         stats.udp_tx.bytes,

@@ -82,6 +82,37 @@ fn variants(records: &[&Record]) -> Vec<(String, String, Vec<Record>)> {
     out
 }
 
+/// The standing queue mpquic's client saw: per path, the mean over the runs of the median
+/// smoothed RTT in the transfer's second half divided by the path's minimum RTT (`examples/bulk.rs`
+/// reports both); `-` for peers that do not report it.
+fn queue_ratios(rows: &[&Record]) -> String {
+    let mut by_path: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in rows {
+        let Some(paths) = r.detail.get("rtt").and_then(Value::as_object) else {
+            continue;
+        };
+        for (path, rtt) in paths {
+            let srtt = rtt.get("srtt_median_ms").and_then(Value::as_f64);
+            let min = rtt.get("min_rtt_ms").and_then(Value::as_f64);
+            let Some(ratio) = srtt.zip(min).filter(|(_, m)| *m > 0.0).map(|(s, m)| s / m) else {
+                continue;
+            };
+            match by_path.iter_mut().find(|(p, _)| p == path) {
+                Some((_, ratios)) => ratios.push(ratio),
+                None => by_path.push((path.clone(), vec![ratio])),
+            }
+        }
+    }
+    if by_path.is_empty() {
+        return "-".to_owned();
+    }
+    by_path
+        .iter()
+        .filter_map(|(path, ratios)| Summary::of(ratios).map(|s| format!("{path}: {:.2}", s.mean)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn fractions(rows: &[Record]) -> Vec<f64> {
     rows.iter()
         .filter(|r| r.ok)
@@ -109,9 +140,10 @@ pub fn markdown(records: &[Record], header: &str) -> String {
         let _ = writeln!(md, "Sum of the configured path rates: {sum} Mbit/s.\n");
         let _ = writeln!(
             md,
-            "| peer | variant (flags) | ok/runs | goodput Mbit/s | of the sum | of the paths used |"
+            "| peer | variant (flags) | ok/runs | goodput Mbit/s | of the sum | of the paths used \
+             | sRTT 2nd half / min RTT |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
         let grouped = variants(&rows);
         for (group, variant, runs) in &grouped {
             let ok: Vec<&Record> = runs.iter().filter(|r| r.ok).collect();
@@ -120,12 +152,13 @@ pub fn markdown(records: &[Record], header: &str) -> String {
             let default = if runs[0].default { " (default)" } else { "" };
             let _ = writeln!(
                 md,
-                "| {group} | {variant}{default} | {}/{} | {} | {} | {} |",
+                "| {group} | {variant}{default} | {}/{} | {} | {} | {} | {} |",
                 ok.len(),
                 runs.len(),
                 cell(&goodput),
                 percent(&fractions(runs)),
                 percent(&used),
+                queue_ratios(&ok),
             );
         }
         let _ = writeln!(

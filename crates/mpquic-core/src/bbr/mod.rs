@@ -17,7 +17,7 @@
 //!
 //! quinn has no pacing-rate input: it paces at 1.25 x window / smoothed RTT and stops at the
 //! window. So the window handed to quinn is BBR's pacing rate times the minimum RTT, plus the
-//! ack-aggregation allowance and two packets, capped by BBR's cwnd: the flight is held at what
+//! ack-aggregation allowance (two packets more while probing up), capped by BBR's cwnd: the flight is held at what
 //! the pacing rate keeps in flight, the sending rate follows the pacing rate through the ack
 //! clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
 //!
@@ -31,10 +31,14 @@
 //! Loss above the background still bounds the model exactly as the draft says.
 //!
 //! # Delivery reports
-//! mpquic credits a slow path's window early with bytes its receiver reports delivered on a
-//! faster path (see `telemetry.rs`). That credit is added to the window quinn sees, outside this
-//! controller: BBR's samples come only from quinn's own acknowledgements, so no byte is counted
-//! twice in the model, and the credit only lets the next transmits leave before their acks.
+//! mpquic credits a loss-based controller's window early with bytes its receiver reports
+//! delivered on a faster path (see `telemetry.rs`). With BBR the reports credit nothing
+//! (`Config::delivery_reports`): its window is the flight its pacing rate needs, not an ack
+//! clock, and its samples come only from quinn's own acknowledgements, so nothing is counted
+//! twice. Measured on the loopback link emulator (`linkemu relay`, 20 MB, two runs each), the
+//! credit kept the 40 Mbit/s path of pb-high at 1.33-1.40x its minimum RTT (1.03-1.06x without)
+//! for 1-3% more goodput, and in pb-high-lossy gave 38-42 Mbit/s against 35-38 at 1.13-1.17x
+//! against 1.08-1.12x: a standing queue for a little rate, which is what BBR exists to avoid.
 
 mod model;
 #[cfg(test)]

@@ -238,7 +238,10 @@ impl BbrModel {
             lost_in_round: 0,
             delivered_in_round: 0,
             loss_events_in_round: 0,
-            background_loss: 0.0,
+            // Until quiet rounds show the path's own loss rate, assume it may be as high as
+            // the threshold: the first rounds after Startup must not take random loss for
+            // congestion before there was a chance to learn it.
+            background_loss: config.loss_threshold.min(BACKGROUND_LOSS_CAP),
             ack_phase: AckPhase::Init,
             cycle_stamp: None,
             bw_probe_wait: Duration::from_secs(2),
@@ -264,17 +267,17 @@ impl BbrModel {
     /// The window quinn is given. quinn has no pacing rate input: it paces at 1.25 x window /
     /// smoothed RTT and caps what is in flight at the window. So the window is BBR's pacing
     /// rate times the minimum RTT (what that rate keeps in flight), plus the ack-aggregation
-    /// allowance and two packets, and never above BBR's cwnd: at a steady state the flight is
+    /// allowance (and two packets while probing up, the draft's quantization budget), and
+    /// never above BBR's cwnd: at a steady state the flight is
     /// then held at the pacing rate's bandwidth-delay product, and quinn's pacer, at least 1.25
     /// x faster, only smooths bursts. Before an RTT is known, the cwnd alone.
     pub(crate) fn window(&self) -> u64 {
         let Some(min_rtt) = self.min_rtt else {
             return self.cwnd;
         };
-        let paced = to_bytes(self.pacing_rate * min_rtt.as_secs_f64())
-            .saturating_add(self.extra_acked())
-            .saturating_add(2 * self.mss);
-        paced.min(self.cwnd).max(self.min_pipe_cwnd())
+        let paced =
+            to_bytes(self.pacing_rate * min_rtt.as_secs_f64()).saturating_add(self.extra_acked());
+        self.quantization_budget(paced).min(self.cwnd)
     }
 
     pub(crate) fn on_mtu_update(&mut self, mss: u64) {
@@ -407,23 +410,28 @@ impl BbrModel {
             return;
         }
         let lost = self.lost_in_round;
-        if self.inflight_too_high(lost, tx_in_flight.saturating_add(lost_bytes)) {
+        if self.excess_loss(lost, tx_in_flight.saturating_add(lost_bytes)) {
             self.handle_inflight_too_high(now, tx_in_flight, self.app_limited);
         }
     }
 
-    /// The loss rate beyond which a round counts as congested: the draft's 2% over what the
-    /// path loses anyway (unless the draft's own response is asked for).
-    fn loss_threshold(&self) -> f64 {
+    /// Whether `lost` of `sent` bytes is more loss than the model tolerates. The draft's test
+    /// is a loss rate above the threshold (2%). Ours asks for the threshold above the path's
+    /// background loss, and for more lost packets than the background explains by chance
+    /// (three standard deviations of a binomial count): a round of a hundred packets on a path
+    /// that loses 2% at random loses five or more one time in twenty, which the rate alone
+    /// would take for congestion, cutting the model by 30% several times per probing cycle.
+    fn excess_loss(&self, lost: u64, sent: u64) -> bool {
+        let threshold = self.config.loss_threshold;
         if self.config.draft_loss_response {
-            self.config.loss_threshold
-        } else {
-            self.config.loss_threshold + self.background_loss
+            return lost as f64 > sent as f64 * threshold;
         }
-    }
-
-    fn inflight_too_high(&self, lost: u64, tx_in_flight: u64) -> bool {
-        lost as f64 > tx_in_flight as f64 * self.loss_threshold()
+        let mss = self.mss as f64;
+        let (lost, sent) = (lost as f64 / mss, sent as f64 / mss);
+        let background = self.background_loss;
+        let expected = sent * background;
+        let deviation = (sent * background * (1.0 - background)).sqrt();
+        lost > sent * (threshold + background) && lost > expected + 3.0 * deviation
     }
 
     fn handle_inflight_too_high(&mut self, now: Instant, tx_in_flight: u64, app_limited: bool) {
@@ -445,15 +453,16 @@ impl BbrModel {
         } else {
             self.lost_in_round as f64 / sent as f64
         };
+        let excess = self.excess_loss(self.lost_in_round, sent);
         let congested = if self.config.draft_loss_response {
             self.loss_in_round
         } else {
-            self.loss_in_round && rate > self.loss_threshold()
+            self.loss_in_round && excess
         };
         // Startup's exit on loss (the draft's BBRCheckStartupHighLoss).
         if self.state == BbrState::Startup
             && !self.filled_pipe
-            && rate > self.loss_threshold()
+            && excess
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_COUNT
         {
             self.filled_pipe = true;
@@ -591,7 +600,7 @@ impl BbrModel {
             }
         }
         let lost = batch.lost_since_sent;
-        if self.bw_probe_samples && self.inflight_too_high(lost, batch.tx_in_flight) {
+        if self.bw_probe_samples && self.excess_loss(lost, batch.tx_in_flight) {
             self.handle_inflight_too_high(now, batch.tx_in_flight, app_limited);
             return;
         }
