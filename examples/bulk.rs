@@ -77,7 +77,7 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     remote: Vec<SocketAddr>,
     /// Congestion controller on every path: cubic, newreno, bbr, quinn-bbr, ...
-    #[arg(long, default_value = "cubic")]
+    #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Bytes every path's congestion window starts with (default: mpquic's, 32 packets;
     /// 12000 is quinn's own 10 packets).

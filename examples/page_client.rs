@@ -83,7 +83,7 @@ struct Args {
     #[arg(long)]
     path: Option<usize>,
     /// Congestion controller of every path at both ends: cubic, newreno, bbr or fld.
-    #[arg(long, default_value = "cubic")]
+    #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).
     #[arg(long)]

@@ -50,7 +50,7 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     sessions: u64,
     /// Congestion controller of every path: cubic, newreno, bbr or fld.
-    #[arg(long, default_value = "cubic")]
+    #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
     #[arg(long)]

@@ -80,12 +80,24 @@ impl CongestionControl {
 }
 
 impl CongestionControl {
+    /// The name of the default controller, as [`FromStr`] reads it (for command lines).
+    pub const DEFAULT_NAME: &'static str = "bbr";
+
     /// Whether the window opens with acknowledgements, so that mpquic's delivery credit
     /// (acknowledgements learnt early on a faster path) makes it open sooner. BBR's window is
     /// its pacing rate's flight, which acknowledgements do not open: there the credit mostly
     /// adds a standing queue (see [`bbr`](crate::bbr)).
     fn is_ack_clocked(&self) -> bool {
         !matches!(self, Self::Bbr(_) | Self::QuinnBbr)
+    }
+}
+
+impl Default for CongestionControl {
+    /// BBR: on the lossy, mobile paths this library is for it keeps 77-91% of the paths' rates
+    /// where CUBIC keeps 19-33%, and without loss the same goodput with far less queue (the
+    /// measurements that decided it: the README's congestion-control section).
+    fn default() -> Self {
+        Self::Bbr(BbrConfig::default())
     }
 }
 
@@ -173,7 +185,7 @@ impl Default for Config {
             path_failure_floor: Duration::from_secs(1),
             rtt_prior: Duration::from_millis(100),
             bandwidth_prior: 1_250_000.0,
-            congestion: CongestionControl::Cubic,
+            congestion: CongestionControl::default(),
             initial_window: DEFAULT_INITIAL_WINDOW,
             delivery_reports: true,
             idle_timeout: Duration::from_secs(10),
@@ -349,13 +361,13 @@ impl Config {
     /// The congestion controller of every path.
     ///
     /// # Default
-    /// [`CongestionControl::Cubic`].
+    /// [`CongestionControl::Bbr`] with its defaults (see [`CongestionControl::default`]).
     pub fn congestion_control(&mut self, cc: CongestionControl) -> &mut Self {
         self.congestion = cc;
         self
     }
 
-    /// Bytes each path's congestion window starts with (quinn's CUBIC, NewReno and BBR; see
+    /// Bytes each path's congestion window starts with (BBR's and quinn's controllers; see
     /// [`CongestionControl::factory_with`]). A path that joins an established connection starts
     /// its slow start from here, and on a long path every doubling costs a round trip of that
     /// path: 32 packets instead of 10 save almost two of them. 12 000 bytes gives quinn's own

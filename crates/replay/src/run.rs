@@ -205,7 +205,7 @@ impl RunConfig {
             path: None,
             mode: Mode::Loopback,
             load: LoadOptions::default(),
-            congestion: CongestionControl::Cubic,
+            congestion: CongestionControl::default(),
             delivery_reports: true,
         })
     }

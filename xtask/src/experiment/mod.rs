@@ -142,7 +142,7 @@ pub enum VariantKind {
 
 /// The congestion controller of the scheduler rows unless `--cc` says otherwise: the library's
 /// default.
-pub const MAIN_CC: &str = "cubic";
+pub const MAIN_CC: &str = mpquic_core::CongestionControl::DEFAULT_NAME;
 
 impl Variant {
     fn main(kind: SchedulerKind, cc: &str) -> Self {

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
 
+use mpquic_core::CongestionControl;
 use mpquic_netns::topology::Side;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -144,17 +145,25 @@ pub fn variants(
     };
     match peer {
         Peer::Mpquic => {
+            let main_cc = CongestionControl::DEFAULT_NAME;
             for s in schedulers {
                 let default = s == "priority-bucket";
-                let flags = json!({"scheduler": s, "cc": "cubic"});
-                push("mpquic".into(), format!("{s}, cubic"), default, flags, &all);
+                let flags = json!({"scheduler": s, "cc": main_cc});
+                push(
+                    "mpquic".into(),
+                    format!("{s}, {main_cc}"),
+                    default,
+                    flags,
+                    &all,
+                );
             }
             if !defaults_only {
                 for s in schedulers
                     .iter()
                     .filter(|s| *s == "priority-bucket" || *s == "lrf")
                 {
-                    for cc in ["bbr", "bbr-draft-loss", "quinn-bbr", "newreno"] {
+                    let others = ["cubic", "bbr", "bbr-draft-loss", "quinn-bbr", "newreno"];
+                    for cc in others.into_iter().filter(|cc| *cc != main_cc) {
                         let flags = json!({"scheduler": s, "cc": cc});
                         push("mpquic".into(), format!("{s}, {cc}"), false, flags, &all);
                     }
@@ -175,10 +184,11 @@ pub fn variants(
         }
         Peer::MpquicSingle => {
             for k in 0..rates.len() {
-                let flags = json!({"scheduler": "priority-bucket", "cc": "cubic", "path": k});
+                let main_cc = CongestionControl::DEFAULT_NAME;
+                let flags = json!({"scheduler": "priority-bucket", "cc": main_cc, "path": k});
                 push(
                     format!("mpquic path {k}"),
-                    format!("path {k} alone, cubic"),
+                    format!("path {k} alone, {main_cc}"),
                     true,
                     flags,
                     &[k],
