@@ -11,6 +11,7 @@ use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 use crate::bbr::BbrConfig;
 use crate::error::ConfigError;
 use crate::fld::FldConfig;
+use crate::loss_based::{LossAlgorithm, LossBasedConfig};
 
 /// The congestion window every path starts with unless [`Config::initial_window`] says
 /// otherwise: 32 packets of 1200 bytes, the start of Chrome's QUIC and of tquic. Pages are what
@@ -29,6 +30,9 @@ pub enum CongestionControl {
     Cubic,
     /// quinn's NewReno.
     NewReno,
+    /// mpquic's CUBIC or NewReno with HyStart++ (RFC 9406) ending the initial slow start when
+    /// the RTT rises (see [`loss_based`](crate::loss_based)).
+    LossBased(LossBasedConfig),
     /// mpquic's BBRv3 (see [`bbr`](crate::bbr)).
     Bbr(BbrConfig),
     /// quinn's own BBR (marked experimental by quinn), for comparison.
@@ -66,6 +70,13 @@ impl CongestionControl {
             Self::Cubic => quinn_controller!(CubicConfig),
             Self::NewReno => quinn_controller!(NewRenoConfig),
             Self::QuinnBbr => quinn_controller!(quinn::congestion::BbrConfig),
+            Self::LossBased(config) => {
+                let mut config = *config;
+                if let Some(bytes) = initial_window {
+                    config.initial_window(bytes);
+                }
+                Arc::new(config)
+            }
             Self::Bbr(config) => {
                 let mut config = *config;
                 if let Some(bytes) = initial_window {
@@ -106,6 +117,7 @@ impl fmt::Debug for CongestionControl {
         match self {
             Self::Cubic => f.write_str("cubic"),
             Self::NewReno => f.write_str("newreno"),
+            Self::LossBased(config) => f.write_str(config.name()),
             Self::Bbr(config) if config.uses_draft_loss_response() => f.write_str("bbr-draft-loss"),
             Self::Bbr(_) => f.write_str("bbr"),
             Self::QuinnBbr => f.write_str("quinn-bbr"),
@@ -118,19 +130,31 @@ impl fmt::Debug for CongestionControl {
 impl FromStr for CongestionControl {
     type Err = ConfigError;
 
-    /// `cubic`, `newreno`, `bbr`, `bbr-draft-loss` (BBR with the draft's loss response),
-    /// `quinn-bbr` or `fld` (each with its defaults).
+    /// `cubic`, `newreno` (quinn's), `cubic-hystart`, `newreno-hystart` (mpquic's, with
+    /// HyStart++), `cubic-slow-start`, `newreno-slow-start` (mpquic's, without it), `bbr`,
+    /// `bbr-draft-loss` (BBR with the draft's loss response), `quinn-bbr` or `fld` (each with
+    /// its defaults).
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name {
             "cubic" => Ok(Self::Cubic),
             "newreno" | "reno" => Ok(Self::NewReno),
+            "cubic-hystart" => Ok(Self::LossBased(LossBasedConfig::default())),
+            "newreno-hystart" => Ok(Self::LossBased(
+                *LossBasedConfig::default().algorithm(LossAlgorithm::NewReno),
+            )),
+            "cubic-slow-start" => Ok(Self::LossBased(*LossBasedConfig::default().hystart(false))),
+            "newreno-slow-start" => Ok(Self::LossBased(
+                *LossBasedConfig::default()
+                    .algorithm(LossAlgorithm::NewReno)
+                    .hystart(false),
+            )),
             "bbr" => Ok(Self::Bbr(BbrConfig::default())),
             "bbr-draft-loss" => Ok(Self::Bbr(*BbrConfig::default().draft_loss_response(true))),
             "quinn-bbr" => Ok(Self::QuinnBbr),
             "fld" => Ok(Self::Fld(FldConfig::default())),
             _ => Err(ConfigError::Invalid(
-                "congestion controller (expected cubic, newreno, bbr, bbr-draft-loss, quinn-bbr \
-                 or fld)",
+                "congestion controller (expected cubic, newreno, cubic-hystart, newreno-hystart, \
+                 bbr, bbr-draft-loss, quinn-bbr or fld)",
             )),
         }
     }
@@ -445,5 +469,36 @@ impl Config {
         }
         self.max_half_open = connections;
         Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_controller_name_parses_to_a_controller_of_that_name() {
+        let names = [
+            "cubic",
+            "newreno",
+            "cubic-hystart",
+            "newreno-hystart",
+            "cubic-slow-start",
+            "newreno-slow-start",
+            "bbr",
+            "bbr-draft-loss",
+            "quinn-bbr",
+            "fld",
+        ];
+        for name in names {
+            let cc: CongestionControl = name.parse().unwrap();
+            assert_eq!(format!("{cc:?}"), name);
+        }
+        let default: CongestionControl = CongestionControl::DEFAULT_NAME.parse().unwrap();
+        assert_eq!(
+            format!("{default:?}"),
+            format!("{:?}", CongestionControl::default())
+        );
+        assert!("cubic-hystart++".parse::<CongestionControl>().is_err());
     }
 }

@@ -69,6 +69,7 @@ pub mod fld;
 pub mod fuzzing;
 #[cfg(feature = "h3")]
 pub mod h3;
+pub mod loss_based;
 mod pending_acks;
 mod reassembly;
 mod receive_window;

@@ -153,3 +153,17 @@ async fn fld_carries_a_transfer_and_paths_take_their_own_controller() {
     let send = bounded(send_and_check(&pair.client, 11, 5 << 20)).await;
     assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cubic_with_hystart_carries_a_transfer_on_two_paths() {
+    let mut config = mpquic_core::Config::default();
+    config.congestion_control("cubic-hystart".parse().unwrap());
+    let pair = pair_with(1, config).await;
+    serve_hashes(pair.server.clone());
+    pair.client
+        .open_path(local(2), pair.server_addr, PathStatus::Available)
+        .await
+        .unwrap();
+    let send = bounded(send_and_check(&pair.client, 12, 5 << 20)).await;
+    assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
+}

@@ -162,7 +162,14 @@ pub fn variants(
                     .iter()
                     .filter(|s| *s == "priority-bucket" || *s == "lrf")
                 {
-                    let others = ["cubic", "bbr", "bbr-draft-loss", "quinn-bbr", "newreno"];
+                    let others = [
+                        "cubic",
+                        "cubic-hystart",
+                        "bbr",
+                        "bbr-draft-loss",
+                        "quinn-bbr",
+                        "newreno",
+                    ];
                     for cc in others.into_iter().filter(|cc| *cc != main_cc) {
                         let flags = json!({"scheduler": s, "cc": cc});
                         push("mpquic".into(), format!("{s}, {cc}"), false, flags, &all);
