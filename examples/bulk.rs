@@ -76,7 +76,8 @@ struct Args {
     /// both, where the in-process server listens, default 127.0.0.1:0).
     #[arg(long, value_delimiter = ',')]
     remote: Vec<SocketAddr>,
-    /// Congestion controller on every path: cubic, newreno, bbr, quinn-bbr, ...
+    /// Congestion controller on every path, as `mpquic::CongestionControl` parses it: bbr,
+    /// cubic-hystart, cubic (quinn's), quinn-bbr, ...
     #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Bytes every path's congestion window starts with (default: mpquic's, 32 packets;

@@ -82,7 +82,8 @@ struct Args {
     /// quinn's path (quinn's default: the scenario's better path).
     #[arg(long)]
     path: Option<usize>,
-    /// Congestion controller of every path at both ends: cubic, newreno, bbr or fld.
+    /// Congestion controller of every path at both ends, as `mpquic::CongestionControl` parses
+    /// it: bbr, cubic-hystart, cubic (quinn's), fld, ...
     #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).

@@ -49,7 +49,8 @@ struct Args {
     /// Sessions to serve before exiting (0: until killed).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
-    /// Congestion controller of every path: cubic, newreno, bbr or fld.
+    /// Congestion controller of every path, as `mpquic::CongestionControl` parses it: bbr,
+    /// cubic-hystart, cubic (quinn's), fld, ...
     #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
