@@ -106,7 +106,7 @@ impl CongestionControl {
 impl Default for CongestionControl {
     /// BBR: under 2% random loss it kept 66-93% of the paths' summed rates where quinn's CUBIC
     /// kept 18-73%; without loss it gave up 1-3 points of goodput for a queue of at most 0.22x
-    /// the path's RTT where CUBIC kept 0.6-3.8x (docs/results/2026-11-24-cc, the measurements
+    /// the path's RTT where CUBIC kept 0.6-3.9x (docs/results/2026-11-24-cc, the measurements
     /// that decided it).
     fn default() -> Self {
         Self::Bbr(BbrConfig::default())
