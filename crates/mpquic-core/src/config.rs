@@ -57,9 +57,11 @@ impl CongestionControl {
         &self,
         initial_window: Option<u64>,
     ) -> Arc<dyn ControllerFactory + Send + Sync> {
-        macro_rules! quinn_controller {
-            ($config:ty) => {{
-                let mut config = <$config>::default();
+        // Every factory here but FLD's has `initial_window(&mut self, u64)`, with no trait to
+        // name it by.
+        macro_rules! starting_from_initial_window {
+            ($config:expr) => {{
+                let mut config = $config;
                 if let Some(bytes) = initial_window {
                     config.initial_window(bytes);
                 }
@@ -67,23 +69,13 @@ impl CongestionControl {
             }};
         }
         match self {
-            Self::Cubic => quinn_controller!(CubicConfig),
-            Self::NewReno => quinn_controller!(NewRenoConfig),
-            Self::QuinnBbr => quinn_controller!(quinn::congestion::BbrConfig),
-            Self::LossBased(config) => {
-                let mut config = *config;
-                if let Some(bytes) = initial_window {
-                    config.initial_window(bytes);
-                }
-                Arc::new(config)
+            Self::Cubic => starting_from_initial_window!(CubicConfig::default()),
+            Self::NewReno => starting_from_initial_window!(NewRenoConfig::default()),
+            Self::QuinnBbr => {
+                starting_from_initial_window!(quinn::congestion::BbrConfig::default())
             }
-            Self::Bbr(config) => {
-                let mut config = *config;
-                if let Some(bytes) = initial_window {
-                    config.initial_window(bytes);
-                }
-                Arc::new(config)
-            }
+            Self::LossBased(config) => starting_from_initial_window!(*config),
+            Self::Bbr(config) => starting_from_initial_window!(*config),
             Self::Fld(config) => Arc::new(*config),
             Self::Custom(factory) => factory.clone(),
         }
@@ -155,7 +147,7 @@ impl FromStr for CongestionControl {
             "fld" => Ok(Self::Fld(FldConfig::default())),
             _ => Err(ConfigError::Invalid(
                 "congestion controller (expected cubic, newreno, cubic-hystart, newreno-hystart, \
-                 bbr, bbr-draft-loss, quinn-bbr or fld)",
+                 cubic-slow-start, newreno-slow-start, bbr, bbr-draft-loss, quinn-bbr or fld)",
             )),
         }
     }
