@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::segments::SegmentWindow;
+
 /// Aggressiveness of the cubic function, in segments / s^3.
 const C: f64 = 0.4;
 /// Multiplicative decrease on a congestion event.
@@ -15,15 +17,11 @@ const BETA: f64 = 0.7;
 const RENO_FRIENDLY_ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
 /// The target of one RTT's growth is capped at this multiple of the window.
 const MAX_TARGET_RATIO: f64 = 1.5;
-/// The window never falls below this many segments.
-const MIN_SEGMENTS: u64 = 2;
 
 /// CUBIC's window and the state of its current congestion avoidance epoch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CubicWindow {
-    window: u64,
-    ssthresh: u64,
-    mss: u64,
+    segments: SegmentWindow,
     /// W_max in bytes: the window before the last reduction, lowered by fast convergence.
     /// `None` before any loss and after persistent congestion, when the epoch starts from the
     /// window it begins with (K = 0).
@@ -61,30 +59,22 @@ impl CubicWindow {
     /// A window of `initial_window` bytes (at least two segments) with `mss`-byte segments,
     /// in slow start.
     pub fn new(initial_window: u64, mss: u64) -> Self {
-        let mss = mss.max(1);
         Self {
-            window: initial_window.max(MIN_SEGMENTS.saturating_mul(mss)),
-            ssthresh: u64::MAX,
-            mss,
+            segments: SegmentWindow::new(initial_window, mss),
             w_max: None,
             cwnd_prior: 0.0,
             epoch: None,
         }
     }
 
-    /// The congestion window in bytes.
-    pub fn window(&self) -> u64 {
-        self.window
+    /// The window, its slow start threshold and its segment size.
+    pub(super) fn segments(&self) -> &SegmentWindow {
+        &self.segments
     }
 
-    /// The slow start threshold in bytes (`u64::MAX` until slow start ends).
-    pub fn ssthresh(&self) -> u64 {
-        self.ssthresh
-    }
-
-    /// Whether the window is below ssthresh.
-    pub fn in_slow_start(&self) -> bool {
-        self.window < self.ssthresh
+    /// The segment size changed.
+    pub(super) fn set_mss(&mut self, mss: u64) {
+        self.segments.set_mss(mss);
     }
 
     /// K of the current congestion avoidance epoch: how long after it began the window gets
@@ -98,12 +88,12 @@ impl CubicWindow {
     /// `acked_bytes` newly acknowledged at `now`, with smoothed RTT `rtt`: slow start or
     /// congestion avoidance growth.
     pub fn on_ack(&mut self, now: Instant, acked_bytes: u64, rtt: Duration) {
-        if self.in_slow_start() {
+        if self.segments.in_slow_start() {
             self.grow_in_slow_start(acked_bytes);
             return;
         }
-        let mss = self.mss as f64;
-        let window = self.window as f64;
+        let mss = self.segments.mss as f64;
+        let window = self.segments.window as f64;
         if self.epoch.is_none() {
             self.epoch = Some(self.start_epoch(now));
         }
@@ -121,7 +111,7 @@ impl CubicWindow {
         let t = now.saturating_duration_since(epoch.start).as_secs_f64();
         if epoch.w_cubic(t, mss) < epoch.reno_estimate {
             // Reno-friendly region: grow at least as fast as Reno would.
-            self.window = self.window.max(to_bytes(epoch.reno_estimate));
+            self.segments.window = self.segments.window.max(to_bytes(epoch.reno_estimate));
             return;
         }
         // Concave or convex region: close the gap to where the curve will be one RTT from now,
@@ -135,13 +125,13 @@ impl CubicWindow {
         }
         let whole = epoch.growth_carry.floor();
         epoch.growth_carry -= whole;
-        self.window = self.window.saturating_add(to_bytes(whole));
+        self.segments.window = self.segments.window.saturating_add(to_bytes(whole));
     }
 
     /// Congestion avoidance begins at `now` with the current window (cwnd_epoch).
     fn start_epoch(&mut self, now: Instant) -> Epoch {
-        let mss = self.mss as f64;
-        let window = self.window as f64;
+        let mss = self.segments.mss as f64;
+        let window = self.segments.window as f64;
         let (w_max, k) = match self.w_max {
             Some(w_max) if w_max > window => (w_max, ((w_max - window) / mss / C).cbrt()),
             Some(w_max) => (w_max, 0.0),
@@ -163,22 +153,22 @@ impl CubicWindow {
 
     /// Adds `growth` bytes in slow start (the bytes acknowledged, or less under HyStart++).
     pub fn grow_in_slow_start(&mut self, growth: u64) {
-        self.window = self.window.saturating_add(growth);
+        self.segments.window = self.segments.window.saturating_add(growth);
     }
 
     /// A congestion event: remember W_max (lowered by fast convergence when the window did
     /// not get back to the last one, to leave room to newer flows), multiply the window by
     /// beta and start a new epoch when congestion avoidance resumes.
     pub fn on_congestion_event(&mut self) {
-        let window = self.window as f64;
+        let window = self.segments.window as f64;
         let w_max = match self.w_max {
             Some(last) if window < last => window * (1.0 + BETA) / 2.0,
             _ => window,
         };
         self.w_max = Some(w_max);
         self.cwnd_prior = window;
-        self.ssthresh = to_bytes(window * BETA).max(self.minimum_window());
-        self.window = self.ssthresh;
+        self.segments.ssthresh = to_bytes(window * BETA).max(self.segments.minimum_window());
+        self.segments.window = self.segments.ssthresh;
         self.epoch = None;
     }
 
@@ -187,25 +177,15 @@ impl CubicWindow {
     /// window, K = 0), as RFC 9438 does after a retransmission timeout.
     pub fn on_persistent_congestion(&mut self) {
         self.on_congestion_event();
-        self.window = self.minimum_window();
+        self.segments.window = self.segments.minimum_window();
         self.w_max = None;
     }
 
     /// Leave slow start at the current window (HyStart++ found the queue building); the first
     /// epoch starts on the curve's plateau at this window.
     pub fn end_slow_start(&mut self) {
-        self.ssthresh = self.window;
+        self.segments.ssthresh = self.segments.window;
         self.epoch = None;
-    }
-
-    /// The segment size changed.
-    pub fn set_mss(&mut self, mss: u64) {
-        self.mss = mss.max(1);
-        self.window = self.window.max(self.minimum_window());
-    }
-
-    fn minimum_window(&self) -> u64 {
-        MIN_SEGMENTS.saturating_mul(self.mss)
     }
 }
 
@@ -225,7 +205,7 @@ mod tests {
     /// time spread evenly over the round trip. Returns the time reached.
     fn run(window: &mut CubicWindow, mut now: Instant, rtt: Duration, until: Instant) -> Instant {
         while now < until {
-            let segments = (window.window() / MSS).max(1);
+            let segments = (window.segments.window() / MSS).max(1);
             let gap = rtt / u32::try_from(segments).unwrap_or(u32::MAX);
             for _ in 0..segments {
                 now += gap;
@@ -250,9 +230,9 @@ mod tests {
     #[test]
     fn a_loss_multiplies_the_window_by_beta() {
         let window = after_a_loss_at(100);
-        assert_eq!(window.window(), 84_000);
-        assert_eq!(window.ssthresh(), 84_000);
-        assert!(!window.in_slow_start());
+        assert_eq!(window.segments.window(), 84_000);
+        assert_eq!(window.segments.ssthresh(), 84_000);
+        assert!(!window.segments.in_slow_start());
     }
 
     #[test]
@@ -278,7 +258,7 @@ mod tests {
             now = run(&mut window, now, rtt, start + Duration::from_secs_f64(t));
             let elapsed = (now - start).as_secs_f64();
             let expected = w_cubic(elapsed, k, 1000.0);
-            let actual = window.window() as f64 / MSS as f64;
+            let actual = window.segments.window() as f64 / MSS as f64;
             // The window aims one RTT ahead and closes the gap over the round, so it stays
             // within a fraction of a percent of the curve.
             assert!(
@@ -298,13 +278,13 @@ mod tests {
         let k = (6.0f64 / C).cbrt();
         let now = run(&mut window, start, rtt, start + Duration::from_millis(500));
         let t = (now - start).as_secs_f64();
-        let segments = window.window() as f64 / MSS as f64;
+        let segments = window.segments.window() as f64 / MSS as f64;
         assert!(
             segments > w_cubic(t, k, 20.0) + 5.0,
             "{segments} segments at {t} s"
         );
         let estimate = window.epoch.as_ref().map_or(0.0, |e| e.reno_estimate);
-        assert_eq!(window.window(), to_bytes(estimate));
+        assert_eq!(window.segments.window(), to_bytes(estimate));
         // W_est: 0.53 segments per RTT from 14 segments to cwnd_prior (20), then one per RTT:
         // about 11 rounds, then 39 more by 500 ms.
         let rounds = t / rtt.as_secs_f64();
@@ -322,7 +302,7 @@ mod tests {
         // Lost again at 70 segments, below the last W_max of 100.
         window.on_congestion_event();
         assert_eq!(window.w_max, Some(84_000.0 * (1.0 + BETA) / 2.0));
-        assert_eq!(window.window(), to_bytes(84_000.0 * BETA));
+        assert_eq!(window.segments.window(), to_bytes(84_000.0 * BETA));
     }
 
     #[test]
@@ -331,16 +311,16 @@ mod tests {
         window.end_slow_start();
         window.on_ack(Instant::now(), MSS, Duration::from_millis(50));
         assert_eq!(window.k(), Some(Duration::ZERO));
-        assert_eq!(window.ssthresh(), 50 * MSS);
+        assert_eq!(window.segments.ssthresh(), 50 * MSS);
     }
 
     #[test]
     fn persistent_congestion_collapses_the_window_and_restarts_the_curve() {
         let mut window = after_a_loss_at(100);
         window.on_persistent_congestion();
-        assert_eq!(window.window(), 2 * MSS);
-        assert_eq!(window.ssthresh(), to_bytes(84_000.0 * BETA));
-        assert!(window.in_slow_start());
+        assert_eq!(window.segments.window(), 2 * MSS);
+        assert_eq!(window.segments.ssthresh(), to_bytes(84_000.0 * BETA));
+        assert!(window.segments.in_slow_start());
     }
 
     #[test]
@@ -351,7 +331,7 @@ mod tests {
         window.on_congestion_event();
         window.on_ack(start, u64::MAX, Duration::MAX);
         window.on_ack(start, u64::MAX, Duration::ZERO);
-        assert!(window.window() > 0);
+        assert!(window.segments.window() > 0);
 
         let mut window = after_a_loss_at(100);
         window.on_ack(start + Duration::from_secs(3600), MSS, Duration::ZERO);
@@ -362,10 +342,10 @@ mod tests {
         for _ in 0..200 {
             window.on_ack(later, u64::MAX, Duration::from_secs(1));
         }
-        assert_eq!(window.window(), u64::MAX);
+        assert_eq!(window.segments.window(), u64::MAX);
         window.set_mss(0);
         window.on_congestion_event();
         window.on_persistent_congestion();
-        assert_eq!(window.window(), 2);
+        assert_eq!(window.segments.window(), 2);
     }
 }

@@ -31,6 +31,7 @@
 mod cubic;
 mod hystart;
 mod new_reno;
+mod segments;
 #[cfg(test)]
 mod tests;
 
@@ -45,11 +46,10 @@ use cubic::CubicWindow;
 use hystart::HyStartState;
 use hystart::{HyStart, RoundTracker};
 use new_reno::NewRenoWindow;
+use segments::{SegmentWindow, MIN_SEGMENTS};
 
 /// quinn's default initial window: 10 packets of the 1200-byte minimum QUIC datagram.
 const DEFAULT_INITIAL_WINDOW: u64 = 10 * 1200;
-/// The window never falls below this many segments.
-const MIN_SEGMENTS: u64 = 2;
 
 /// The window arithmetic a [`LossBasedConfig`] uses after slow start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,24 +137,10 @@ enum Window {
 }
 
 impl Window {
-    fn window(&self) -> u64 {
+    fn segments(&self) -> &SegmentWindow {
         match self {
-            Self::Cubic(cubic) => cubic.window(),
-            Self::NewReno(reno) => reno.window(),
-        }
-    }
-
-    fn ssthresh(&self) -> u64 {
-        match self {
-            Self::Cubic(cubic) => cubic.ssthresh(),
-            Self::NewReno(reno) => reno.ssthresh(),
-        }
-    }
-
-    fn in_slow_start(&self) -> bool {
-        match self {
-            Self::Cubic(cubic) => cubic.in_slow_start(),
-            Self::NewReno(reno) => reno.in_slow_start(),
+            Self::Cubic(cubic) => cubic.segments(),
+            Self::NewReno(reno) => reno.segments(),
         }
     }
 
@@ -260,7 +246,7 @@ impl LossBased {
             return;
         }
         let mss = self.mss;
-        if self.window.in_slow_start() {
+        if self.window.segments().in_slow_start() {
             if let Some(hystart) = self.active_hystart() {
                 let growth = hystart.slow_start_growth(bytes, mss);
                 self.window.grow_in_slow_start(growth);
@@ -273,7 +259,7 @@ impl LossBased {
     /// `Controller::on_end_acks`, for the HyStart++ round and RTT bookkeeping.
     fn end_acks(&mut self, largest_packet_num_acked: Option<u64>) {
         let sample = self.batch_rtt.take();
-        if !self.window.in_slow_start() || self.active_hystart().is_none() {
+        if !self.window.segments().in_slow_start() || self.active_hystart().is_none() {
             return;
         }
         if let Some(largest) = largest_packet_num_acked {
@@ -348,13 +334,13 @@ impl Controller for LossBased {
     }
 
     fn window(&self) -> u64 {
-        self.window.window()
+        self.window.segments().window()
     }
 
     fn metrics(&self) -> ControllerMetrics {
         let mut metrics = ControllerMetrics::default();
-        metrics.congestion_window = self.window.window();
-        metrics.ssthresh = Some(self.window.ssthresh());
+        metrics.congestion_window = self.window.segments().window();
+        metrics.ssthresh = Some(self.window.segments().ssthresh());
         metrics
     }
 

@@ -191,7 +191,7 @@ fn bufferbloated_path(config: LossBasedConfig) -> Path {
 fn a_queue_building_rtt_ends_slow_start_before_a_loss() {
     for algorithm in [LossAlgorithm::Cubic, LossAlgorithm::NewReno] {
         let mut hystart = bufferbloated_path(config(algorithm, true));
-        hystart.run_until(|path| !path.cc.window.in_slow_start() || path.losses > 0);
+        hystart.run_until(|path| !path.cc.window.segments().in_slow_start() || path.losses > 0);
         assert_eq!(hystart.losses, 0, "{algorithm:?}");
         assert_eq!(
             hystart.states,
@@ -202,7 +202,7 @@ fn a_queue_building_rtt_ends_slow_start_before_a_loss() {
             ]
         );
         let exit_window = hystart.cc.window();
-        assert_eq!(hystart.cc.window.ssthresh(), exit_window);
+        assert_eq!(hystart.cc.window.segments().ssthresh(), exit_window);
 
         let mut plain = bufferbloated_path(config(algorithm, false));
         plain.run_until(|path| path.losses > 0);
@@ -241,7 +241,7 @@ fn an_rtt_that_falls_back_during_css_resumes_slow_start() {
         ]
     );
     assert_eq!(path.losses, 0);
-    assert!(path.cc.window.in_slow_start());
+    assert!(path.cc.window.segments().in_slow_start());
 }
 
 /// A controller that grew its window to `segments` in slow start.
@@ -262,7 +262,7 @@ fn a_loss_in_slow_start_exits_it_with_ssthresh_beta_times_the_window() {
         let expected = (100.0 * MSS as f64 * beta) as u64;
         assert_eq!(cc.metrics().ssthresh, Some(expected), "{algorithm:?}");
         assert_eq!(cc.window(), expected);
-        assert!(!cc.window.in_slow_start());
+        assert!(!cc.window.segments().in_slow_start());
         assert_eq!(cc.hystart_state(), Some(HyStartState::CongestionAvoidance));
     }
 }
@@ -293,7 +293,7 @@ fn persistent_congestion_collapses_to_the_minimum_window() {
         cc.on_congestion_event(now, now, true, 50 * MSS);
         assert_eq!(cc.window(), 2 * MSS, "{algorithm:?}");
         // Slow start back up to the reduced ssthresh, without HyStart++.
-        assert!(cc.window.in_slow_start());
+        assert!(cc.window.segments().in_slow_start());
         cc.ack(now + ms(100), now + ms(1), MSS, false, ms(50));
         assert_eq!(cc.window(), 3 * MSS);
     }
