@@ -976,7 +976,7 @@ impl RawPeer {
         let (mut control, mut control_recv) = conn.open_bi().await?;
         send_frame(&mut control, Frame::NewSession { params: RAW_PARAMS }).await?;
         match timed(CONNECT_TIMEOUT, async {
-            Ok(wire::read_frame(&mut control_recv).await?)
+            Ok(mpquic::read_frame(&mut control_recv).await?)
         })
         .await?
         {

@@ -1,59 +1,48 @@
-//! Chunk streams: the async readers `wire::read_varint` (the stream id header) and then
-//! `wire::read_chunk`, repeatedly, over arbitrary bytes never panic and never wait on a byte
-//! slice; every chunk keeps the limits the format promises (`len <= MAX_CHUNK`,
-//! `offset + len <= MAX_VARINT`, so `encode_chunk_header` takes it) and is exactly what the
-//! synchronous `get_varint` finds at that point of the input; the stream ends cleanly only
-//! where the input does.
+//! Chunk streams: `wire::ChunkDecoder`, fed arbitrary bytes in pieces of any size (the first
+//! input byte), never panics; every chunk keeps the limits the format promises
+//! (`len <= MAX_CHUNK`, `offset + len <= MAX_VARINT`, so `encode_chunk_header` takes it) and is
+//! exactly what the synchronous `get_varint` finds at that point of the input; the stream ends
+//! cleanly only where the input does, between chunks.
 #![no_main]
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use libfuzzer_sys::fuzz_target;
-use mpquic_core::wire::{
-    encode_chunk_header, get_varint, read_chunk, read_varint, MAX_CHUNK, MAX_VARINT,
-};
-
-/// Runs a future over an in-memory reader, which never has to wait.
-fn ready<F: Future>(future: F) -> F::Output {
-    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a reader over a byte slice waited"),
-    }
-}
+use mpquic_proto::wire::{encode_chunk_header, get_varint, ChunkDecoder, MAX_CHUNK, MAX_VARINT};
 
 fuzz_target!(|data: &[u8]| {
-    let mut reader = data;
+    let Some((&piece, data)) = data.split_first() else {
+        return;
+    };
     // The model: the same bytes taken apart synchronously.
     let mut model = data;
-    match ready(read_varint(&mut reader)) {
-        Ok(Some(id)) => assert_eq!(get_varint(&mut model), Ok(id)),
-        Ok(None) => {
-            assert!(data.is_empty());
-            return;
+    let mut decoder = ChunkDecoder::default();
+    let mut header = None;
+    for mut input in data.chunks(usize::from(piece.max(1))) {
+        loop {
+            let chunk = match decoder.decode(&mut input) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(_) => return,
+            };
+            if header.is_none() {
+                header = Some(get_varint(&mut model).expect("the model reads the header"));
+            }
+            assert_eq!(Some(chunk.stream), header);
+            let len = chunk.data.len() as u64;
+            assert!(len <= MAX_CHUNK);
+            assert!(chunk.offset.checked_add(len).is_some_and(|end| end <= MAX_VARINT));
+            assert_eq!(get_varint(&mut model), Ok(chunk.offset));
+            assert_eq!(get_varint(&mut model), Ok(len));
+            let (expected, rest) = model.split_at(chunk.data.len());
+            assert_eq!(&chunk.data[..], expected);
+            model = rest;
+            encode_chunk_header(chunk.offset, len, &mut Vec::new()).expect("a chunk read encodes");
         }
-        Err(_) => return,
     }
-    loop {
-        match ready(read_chunk(&mut reader)) {
-            Ok(Some((offset, bytes))) => {
-                let len = bytes.len() as u64;
-                assert!(len <= MAX_CHUNK);
-                assert!(offset.checked_add(len).is_some_and(|end| end <= MAX_VARINT));
-                assert_eq!(get_varint(&mut model), Ok(offset));
-                assert_eq!(get_varint(&mut model), Ok(len));
-                let (expected, rest) = model.split_at(bytes.len());
-                assert_eq!(&bytes[..], expected);
-                model = rest;
-                assert_eq!(reader.len(), model.len());
-                encode_chunk_header(offset, len, &mut Vec::new()).expect("a chunk read encodes");
-            }
-            Ok(None) => {
-                assert!(model.is_empty(), "a clean end before {} bytes", model.len());
-                break;
-            }
-            Err(_) => break,
+    if decoder.finish().is_ok() {
+        // A clean end: nothing is left but, at most, the header of a stream with no chunks.
+        if header.is_none() && !model.is_empty() {
+            let _ = get_varint(&mut model);
         }
+        assert!(model.is_empty(), "a clean end before {} bytes", model.len());
     }
 });

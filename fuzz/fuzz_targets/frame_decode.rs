@@ -1,48 +1,46 @@
 //! Control frames: `wire::Frame::decode`, frame after frame as on a control stream, on
 //! arbitrary bytes never panics, consumes something on success and nothing on error; a frame
-//! that encodes decodes from its encoding to itself, consuming exactly the encoding; and the
-//! async `wire::read_frame` reads the same frames and ends the same way.
+//! that encodes decodes from its encoding to itself, consuming exactly the encoding; and
+//! `wire::FrameDecoder`, fed the same bytes in pieces of any size (the first input byte), finds
+//! the same frames and ends the same way.
 #![no_main]
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use libfuzzer_sys::fuzz_target;
-use mpquic_core::wire::{read_frame, Frame};
+use mpquic_proto::wire::{Frame, FrameDecoder, WireError};
 
-/// Runs a future over an in-memory reader, which never has to wait.
-fn ready<F: Future>(future: F) -> F::Output {
-    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("a reader over a byte slice waited"),
+/// The frames `FrameDecoder` finds in `data` fed `piece` bytes at a time, and how it ends.
+fn decode_in_pieces(data: &[u8], piece: usize) -> (Vec<Frame>, Result<(), WireError>) {
+    let mut decoder = FrameDecoder::default();
+    let mut frames = Vec::new();
+    for mut input in data.chunks(piece) {
+        loop {
+            match decoder.decode(&mut input) {
+                Ok(Some(frame)) => frames.push(frame),
+                Ok(None) => break,
+                Err(error) => return (frames, Err(error)),
+            }
+        }
     }
+    (frames, decoder.finish())
 }
 
 fuzz_target!(|data: &[u8]| {
+    let Some((&piece, data)) = data.split_first() else {
+        return;
+    };
     let mut input = data;
-    let mut stream = data;
-    loop {
+    let mut frames = Vec::new();
+    let end = loop {
         let before = input.len();
         let frame = match Frame::decode(&mut input) {
             Ok(frame) => frame,
             Err(error) => {
                 assert_eq!(input.len(), before, "a failed decode consumed bytes");
-                let read = ready(read_frame(&mut stream));
-                if input.is_empty() {
-                    assert_eq!(read, Ok(None));
-                } else {
-                    assert_eq!(read, Err(error));
-                }
-                break;
+                break if input.is_empty() { Ok(()) } else { Err(error) };
             }
         };
         assert!(input.len() < before, "a frame decoded from no bytes");
-        assert_eq!(
-            ready(read_frame(&mut stream)).as_ref(),
-            Ok(&Some(frame.clone()))
-        );
-        assert_eq!(stream.len(), input.len());
+        frames.push(frame.clone());
         let mut encoded = Vec::new();
         if frame.encode(&mut encoded).is_err() {
             // Encoding refuses values this end never sends; a peer's frame may hold them.
@@ -56,5 +54,8 @@ fuzz_target!(|data: &[u8]| {
             "decoding left {} bytes of one frame",
             rest.len()
         );
-    }
+    };
+    let (decoded, decoder_end) = decode_in_pieces(data, usize::from(piece.max(1)));
+    assert_eq!(decoded, frames);
+    assert_eq!(decoder_end, end);
 });

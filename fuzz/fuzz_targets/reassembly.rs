@@ -8,7 +8,7 @@
 use arbitrary::Arbitrary;
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use mpquic_core::fuzzing::{Reassembler, RANGE_OVERHEAD};
+use mpquic_proto::fuzzing::{Reassembler, RANGE_OVERHEAD};
 
 /// The flow-control limit every insert is given: the model's size.
 const LIMIT: u64 = 1 << 16;

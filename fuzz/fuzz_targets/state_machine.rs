@@ -1,4 +1,4 @@
-//! The multipath connection state (`mpquic_core::fuzzing::StateDriver`, a server or a client
+//! The multipath connection state (`mpquic_proto::fuzzing::StateDriver`, a server or a client
 //! with fuzzed windows and stream limits) driven by a sequence of operations: the peer's chunks
 //! and control frames (decoded from the fuzzer's bytes, so any frame the wire can carry) on any
 //! path, and the application's opens, writes, finishes, resets, reads, stops and accepts, the
@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use arbitrary::Arbitrary;
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use mpquic_core::error::ProtocolError;
-use mpquic_core::fuzzing::StateDriver;
-use mpquic_core::wire::Frame;
-use mpquic_core::{Config, Side};
+use mpquic_proto::error::ProtocolError;
+use mpquic_proto::fuzzing::StateDriver;
+use mpquic_proto::wire::{Frame, Params};
+use mpquic_proto::{Side, TransportConfig};
 
 #[derive(Debug, Arbitrary)]
 struct Input {
@@ -90,16 +90,24 @@ enum Op {
     },
 }
 
-fn config(input: &Input) -> Config {
-    let mut config = Config::default();
-    config
-        .stream_receive_window(u64::from(input.stream_window) + 1)
-        .and_then(|c| c.receive_window(u64::from(input.window) + 1))
-        .and_then(|c| c.send_buffer(u64::from(input.send_buffer) + 1))
-        .and_then(|c| c.max_concurrent_streams(input.max_bidi.into(), input.max_uni.into()))
-        .expect("the fuzz target's settings are valid")
-        .delivery_reports(input.delivery_reports);
-    config
+fn config(input: &Input) -> TransportConfig {
+    TransportConfig {
+        send_buffer: u64::from(input.send_buffer) + 1,
+        idle_timeout: Duration::from_secs(30),
+        delivery_reports: input.delivery_reports,
+        delivery_credit: false,
+        path_failure_rtts: 4,
+        path_failure_floor: Duration::from_secs(1),
+    }
+}
+
+fn params(input: &Input) -> Params {
+    Params {
+        max_data: u64::from(input.window) + 1,
+        max_stream_data: u64::from(input.stream_window) + 1,
+        max_bidi_streams: input.max_bidi.into(),
+        max_uni_streams: input.max_uni.into(),
+    }
 }
 
 fuzz_target!(|input: Input| {
@@ -109,7 +117,7 @@ fuzz_target!(|input: Input| {
         Side::Server
     };
     let mut now = Instant::now();
-    let mut state = StateDriver::new(side, config(&input), now);
+    let mut state = StateDriver::new(side, config(&input), params(&input), now);
     let fail_on_error = input.fail_on_error;
     let received = |state: &mut StateDriver, result: Result<(), ProtocolError>| {
         if let Err(error) = result {

@@ -5,6 +5,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mpquic_proto::wire::Params;
+use mpquic_proto::TransportConfig;
 use mpquic_sched::{Scheduler, SchedulerKind, MAX_PATHS};
 use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 
@@ -421,6 +423,28 @@ impl Config {
     /// Whether the peer's delivery reports credit this end's windows.
     pub(crate) fn delivery_credit(&self) -> bool {
         self.delivery_reports && self.congestion.is_ack_clocked()
+    }
+
+    /// The limits this side announces to its peer.
+    pub(crate) fn params(&self) -> Params {
+        Params {
+            max_data: self.receive_window,
+            max_stream_data: self.stream_receive_window,
+            max_bidi_streams: self.max_concurrent_bidi_streams,
+            max_uni_streams: self.max_concurrent_uni_streams,
+        }
+    }
+
+    /// The settings of a connection's multipath core.
+    pub(crate) fn transport(&self) -> TransportConfig {
+        TransportConfig {
+            send_buffer: self.send_buffer,
+            idle_timeout: self.idle_timeout,
+            delivery_reports: self.delivery_reports,
+            delivery_credit: self.delivery_credit(),
+            path_failure_rtts: self.path_failure_rtts,
+            path_failure_floor: self.path_failure_floor,
+        }
     }
 
     /// A path silent for this long is closed by quinn (keep-alives are sent at a third of it),

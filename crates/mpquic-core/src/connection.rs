@@ -7,61 +7,34 @@
 //! the lowest one-way delay towards the peer.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future as _;
 use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
+use mpquic_proto::wire::{ChunkDecoder, FrameDecoder};
+use mpquic_proto::{Action, PathCounters, PathEvent, Step};
 use mpquic_sched::{PathId, PathStatus, StreamId};
 use tokio::sync::{broadcast, Notify};
 use tracing::Instrument;
 
-use crate::config::CongestionControl;
+use crate::config::{Config, CongestionControl};
 use crate::endpoint::EndpointInner;
-use crate::error::{codes, ConnectionError, OpenStreamError, PathError, ProtocolError, WriteError};
+use crate::error::{
+    codes, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError, WriteError,
+};
 use crate::session;
-use crate::state::{PathEntry, Side, State, Step};
 use crate::stream::{RecvStream, SendStream};
 use crate::telemetry::Telemetry;
-use crate::wire::{self, Frame, SessionId, WireError};
+use crate::wire::{self, Frame, Params, SessionId, WireError};
+use crate::Side;
 
-/// Something that happened to a path.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PathEvent {
-    /// The path joined and may carry data.
-    Up {
-        /// The path.
-        path: PathId,
-    },
-    /// The path failed or was closed; its unacknowledged data goes on the others.
-    Down {
-        /// The path.
-        path: PathId,
-        /// Why.
-        reason: String,
-    },
-    /// The path became available or backup.
-    Status {
-        /// The path.
-        path: PathId,
-        /// Its new status.
-        status: PathStatus,
-    },
-    /// Fresh estimates (at most one event per path every 100 ms).
-    Estimates {
-        /// The path.
-        path: PathId,
-        /// Smoothed RTT.
-        srtt: Duration,
-        /// Estimated bandwidth in bits per second.
-        bandwidth_bps: f64,
-        /// Congestion window in bytes.
-        cwnd: u64,
-    },
-}
+/// How many closed paths [`Connection::paths`] still lists.
+pub const CLOSED_PATHS_KEPT: usize = 16;
 
 /// One path's numbers, from [`Connection::paths`].
 #[derive(Debug, Clone, PartialEq)]
@@ -96,10 +69,258 @@ pub struct PathStats {
     pub congestion_events: u64,
 }
 
+/// One path's transport: its quinn connection and what the driver keeps beside it.
+#[derive(Debug)]
+pub(crate) struct QuinnPath {
+    pub(crate) conn: quinn::Connection,
+    pub(crate) telemetry: Arc<Telemetry>,
+    local: SocketAddr,
+    control: Arc<tokio::sync::Mutex<quinn::SendStream>>,
+    /// Wakes the path's sender.
+    wake: Arc<Notify>,
+}
+
+/// The core's view of a path's estimates: its telemetry and quinn's counters.
+#[derive(Debug)]
+struct QuinnTelemetry {
+    telemetry: Arc<Telemetry>,
+    conn: quinn::Connection,
+}
+
+impl mpquic_proto::PathTelemetry for QuinnTelemetry {
+    fn snapshot(&self, id: PathId, status: PathStatus) -> mpquic_sched::PathSnapshot {
+        self.telemetry.snapshot(id, status)
+    }
+
+    fn one_way_delay(&self) -> Duration {
+        let t = self.telemetry.lock();
+        t.one_way.estimate(&t.rtt)
+    }
+
+    fn ack_wait(&self) -> (Option<Instant>, Duration) {
+        let t = self.telemetry.lock();
+        (t.unacked_since, t.rtt.srtt())
+    }
+
+    fn generation(&self) -> u64 {
+        self.telemetry.lock().generation
+    }
+
+    fn set_app_limited(&self, limited: bool) {
+        self.telemetry.lock().app_limited = limited;
+    }
+
+    fn datagram_bytes_received(&self) -> u64 {
+        self.conn.stats().udp_rx.bytes
+    }
+}
+
+/// The multipath core and the quinn side of each path, under one lock.
+pub(crate) struct Inner {
+    pub(crate) core: mpquic_proto::Connection,
+    pub(crate) config: Arc<Config>,
+    pub(crate) paths: BTreeMap<PathId, QuinnPath>,
+    /// The last numbers of the most recently closed paths, oldest first, at most
+    /// [`CLOSED_PATHS_KEPT`].
+    closed_paths: VecDeque<PathStats>,
+    readers: HashMap<u64, Waker>,
+    writers: HashMap<u64, Waker>,
+    events: broadcast::Sender<PathEvent>,
+}
+
+impl Inner {
+    /// A connection of `side`, with the limits both sides announced.
+    pub(crate) fn new(side: Side, config: Arc<Config>, local: Params, peer: Params) -> Self {
+        let scheduler = (config.scheduler)();
+        let core = mpquic_proto::Connection::new(
+            side,
+            config.transport(),
+            scheduler,
+            local,
+            peer,
+            Instant::now(),
+        );
+        Self {
+            core,
+            config,
+            paths: BTreeMap::new(),
+            closed_paths: VecDeque::new(),
+            readers: HashMap::new(),
+            writers: HashMap::new(),
+            events: broadcast::channel(256).0,
+        }
+    }
+
+    /// Why the connection is over, if it is.
+    pub(crate) fn error(&self) -> Option<ConnectionError> {
+        self.core.error().cloned()
+    }
+
+    /// Writes to a stream; a full buffer (`Ok(0)`) keeps `waker` for when it drains.
+    pub(crate) fn write(
+        &mut self,
+        id: u64,
+        data: &[u8],
+        waker: &Waker,
+    ) -> Result<usize, WriteError> {
+        let written = self.core.write(id, data, Instant::now())?;
+        if written == 0 {
+            self.writers.insert(id, waker.clone());
+        }
+        Ok(written)
+    }
+
+    /// Reads a stream; `None` keeps `waker` for when there is something to read.
+    pub(crate) fn read(
+        &mut self,
+        id: u64,
+        max: usize,
+        waker: &Waker,
+    ) -> Option<Result<Option<bytes::Bytes>, ReadError>> {
+        let result = self.core.read(id, max);
+        if result.is_none() {
+            self.readers.insert(id, waker.clone());
+        }
+        result
+    }
+
+    /// A path's numbers: the core's counters and status with the transport's estimates.
+    fn path_stats(
+        &self,
+        id: PathId,
+        status: PathStatus,
+        counters: PathCounters,
+    ) -> Option<PathStats> {
+        let path = self.paths.get(&id)?;
+        let snapshot = path.telemetry.snapshot(id, status);
+        let t = path.telemetry.lock();
+        Some(PathStats {
+            id,
+            local: path.local,
+            remote: path.conn.remote_address(),
+            status,
+            srtt: snapshot.srtt,
+            min_rtt: snapshot.min_rtt,
+            one_way_delay: snapshot.one_way_delay,
+            bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
+            cwnd: snapshot.cwnd,
+            bytes_in_flight: snapshot.bytes_in_flight,
+            bytes_sent: counters.bytes_sent,
+            bytes_received: counters.bytes_received,
+            lost_bytes: t.lost_bytes,
+            congestion_events: t.congestion_events,
+        })
+    }
+
+    /// Carries out what the core asks for: wake-ups, path closes, events, delivery credit.
+    fn dispatch(&mut self) {
+        while let Some(action) = self.core.poll_action() {
+            match action {
+                Action::Event(event) => {
+                    let _ = self.events.send(event);
+                }
+                Action::PathDown {
+                    path,
+                    reason,
+                    counters,
+                } => {
+                    tracing::info!(path = path.0, %reason, "path down");
+                    if let Some(stats) = self.path_stats(path, PathStatus::Down, counters) {
+                        if self.closed_paths.len() == CLOSED_PATHS_KEPT {
+                            self.closed_paths.pop_front();
+                        }
+                        self.closed_paths.push_back(stats);
+                    }
+                    if let Some(gone) = self.paths.remove(&path) {
+                        // Its sender may be asleep: wake it to find the path gone and end.
+                        gone.wake.notify_one();
+                    }
+                    let _ = self.events.send(PathEvent::Down { path, reason });
+                }
+                Action::WakePath(path) => {
+                    if let Some(path) = self.paths.get(&path) {
+                        path.wake.notify_one();
+                    }
+                }
+                Action::WakeReader(id) => {
+                    if let Some(waker) = self.readers.remove(&id) {
+                        waker.wake();
+                    }
+                }
+                Action::WakeWriter(id) => {
+                    if let Some(waker) = self.writers.remove(&id) {
+                        waker.wake();
+                    }
+                }
+                Action::ClosePath { path, code, reason } => {
+                    if let Some(path) = self.paths.get(&path) {
+                        path.conn.close(varint(code), reason.as_bytes());
+                    }
+                }
+                Action::DeliveryReport { path, received } => {
+                    if let Some(path) = self.paths.get(&path) {
+                        let stats = path.conn.stats();
+                        path.telemetry.on_delivery_report(
+                            stats.udp_tx.bytes,
+                            received,
+                            stats.path.lost_bytes,
+                        );
+                        // quinn may be waiting for its own acks with a full buffer, where the
+                        // path's sender cannot reach it: setting the send window wakes it to
+                        // send into the credited window.
+                        let cwnd = path.telemetry.lock().cwnd;
+                        path.conn.set_send_window(send_window_target(cwnd));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the connection with `error` and closes every path with `code` and `reason`.
+    fn close_all(&mut self, error: ConnectionError, code: u64, reason: &[u8]) {
+        self.core.fail(error);
+        for path in self.paths.values() {
+            path.conn.close(varint(code), reason);
+        }
+    }
+}
+
+/// A close code as quinn takes it (codes above 2^62 - 1 cannot be sent; they become the
+/// largest one).
+fn varint(code: u64) -> quinn::VarInt {
+    quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::MAX)
+}
+
+/// The lock on a connection's [`Inner`]; what the core asked for is carried out when it is
+/// released.
+pub(crate) struct StateGuard<'a>(MutexGuard<'a, Inner>);
+
+impl Deref for StateGuard<'_> {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.0
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        self.0.dispatch();
+    }
+}
+
 pub(crate) struct Shared {
-    state: Mutex<State>,
+    state: Mutex<Inner>,
     /// Wakes the control-frame writer.
     pub(crate) control_wake: Notify,
+    /// Wakes the timer task: a deadline may have moved earlier.
+    timer_wake: Notify,
     /// Streams became acceptable or openable, or the connection ended.
     pub(crate) changed: Notify,
     pub(crate) session: SessionId,
@@ -110,7 +331,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
-        state: State,
+        state: Inner,
         session: SessionId,
         secret: [u8; session::SECRET_LEN],
         endpoint: Arc<EndpointInner>,
@@ -119,28 +340,29 @@ impl Shared {
         let shared = Arc::new(Self {
             state: Mutex::new(state),
             control_wake: Notify::new(),
+            timer_wake: Notify::new(),
             changed: Notify::new(),
             session,
             secret,
             endpoint,
             server_name,
         });
-        tokio::spawn(
-            flush_control(shared.clone())
-                .instrument(tracing::debug_span!("mpquic", session = session.0)),
-        );
+        let span = tracing::debug_span!("mpquic", session = session.0);
+        tokio::spawn(flush_control(shared.clone()).instrument(span.clone()));
+        tokio::spawn(drive_timers(shared.clone()).instrument(span));
         shared
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> StateGuard<'_> {
         // State stays consistent between statements; keep going after a panic elsewhere.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        StateGuard(self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Wakes whoever may care after the state changed.
     pub(crate) fn poke(&self) {
-        if self.lock().control_wanted(Instant::now()) {
+        if self.lock().core.control_wanted(Instant::now()) {
             self.control_wake.notify_one();
+            self.timer_wake.notify_one();
         }
         self.changed.notify_waiters();
     }
@@ -161,35 +383,21 @@ impl Shared {
         let wake = Arc::new(Notify::new());
         {
             let mut state = self.lock();
-            if let Some(error) = &state.error {
-                return Err(error.clone());
-            }
-            let entry = PathEntry {
+            let path_telemetry = QuinnTelemetry {
+                telemetry: telemetry.clone(),
+                conn: conn.clone(),
+            };
+            state
+                .core
+                .add_path(id, Box::new(path_telemetry), status, Instant::now())?;
+            let path = QuinnPath {
                 conn: conn.clone(),
                 telemetry: telemetry.clone(),
-                status,
                 local,
-                remote: conn.remote_address(),
                 control: Arc::new(tokio::sync::Mutex::new(control_send)),
                 wake: wake.clone(),
-                retire: Vec::new(),
-                bytes_sent: 0,
-                bytes_received: 0,
-                last_estimate_event: None,
-                generation: 0,
-                idle_with_room: false,
-                writer_blocked: false,
-                reported_received: 0,
             };
-            state.paths.insert(id, entry);
-            let snapshot = state
-                .paths
-                .get(&id)
-                .map_or_else(|| telemetry.snapshot(id, status), |p| p.snapshot(id));
-            if let Err(e) = state.scheduler.on_path_added(Instant::now(), &snapshot) {
-                tracing::warn!(path = id.0, %e, "scheduler refused the path");
-            }
-            let _ = state.events.send(PathEvent::Up { path: id });
+            state.paths.insert(id, path);
         }
         let span = tracing::debug_span!("path", session = self.session.0, path = id.0);
         tokio::spawn(
@@ -197,46 +405,34 @@ impl Shared {
         );
         tokio::spawn(recv_loop(self.clone(), id, conn.clone()).instrument(span.clone()));
         tokio::spawn(control_loop(self.clone(), id, control_recv).instrument(span.clone()));
-        tokio::spawn(watch_acks(self.clone(), id).instrument(span.clone()));
         tokio::spawn(watch_closed(self.clone(), id, conn).instrument(span));
-        // A new path may be the better place for control frames: repeat nothing, just flush.
+        // A new path may be the better place for control frames, and has a failure deadline.
         self.control_wake.notify_one();
+        self.timer_wake.notify_one();
         Ok(())
     }
 
     /// Ends the connection with `error` and closes every path with `code` (unless it is over
     /// already).
     pub(crate) fn close_all(&self, error: ConnectionError, code: u64, reason: &[u8]) {
-        let code = quinn::VarInt::from_u64(code).unwrap_or_default();
-        let conns: Vec<quinn::Connection> = {
+        {
             let mut state = self.lock();
-            if state.error.is_some() {
+            if state.core.error().is_some() {
                 return;
             }
-            state.fail(error);
-            state.paths.values().map(|p| p.conn.clone()).collect()
-        };
-        for conn in conns {
-            conn.close(code, reason);
+            state.close_all(error, code, reason);
         }
         self.changed.notify_waiters();
         self.control_wake.notify_one();
+        self.timer_wake.notify_one();
     }
 
     /// The peer broke the protocol: close every path with the error's code.
     pub(crate) fn protocol_error(&self, error: ProtocolError) {
         tracing::warn!(%error, "closing: peer protocol violation");
-        let code = quinn::VarInt::from_u64(error.code()).unwrap_or(quinn::VarInt::MAX);
+        let code = error.code();
         let reason = error.to_string();
-        let conns: Vec<quinn::Connection> = {
-            let mut state = self.lock();
-            state.fail(ConnectionError::Protocol(error));
-            state.paths.values().map(|p| p.conn.clone()).collect()
-        };
-        for conn in conns {
-            conn.close(code, reason.as_bytes());
-        }
-        self.changed.notify_waiters();
+        self.close_all(ConnectionError::Protocol(error), code, reason.as_bytes());
     }
 
     fn on_quinn_closed(&self, path: PathId, error: quinn::ConnectionError) {
@@ -248,28 +444,28 @@ impl Shared {
             let text = String::from_utf8_lossy(&close.reason).into_owned();
             match code {
                 codes::PATH_CLOSED | codes::PATH_FAILED => {}
-                codes::SESSION_IDLE => state.fail(ConnectionError::TimedOut),
-                code if code >= codes::FIRST_RESERVED => {
-                    state.fail(ConnectionError::PeerReportedError { code, reason: text })
-                }
-                code => state.fail(ConnectionError::ApplicationClosed { code, reason: text }),
+                codes::SESSION_IDLE => state.core.fail(ConnectionError::TimedOut),
+                code if code >= codes::FIRST_RESERVED => state
+                    .core
+                    .fail(ConnectionError::PeerReportedError { code, reason: text }),
+                code => state
+                    .core
+                    .fail(ConnectionError::ApplicationClosed { code, reason: text }),
             }
         }
-        state.on_path_down(path, reason, now);
-        let conns: Vec<quinn::Connection> = match &state.error {
-            // The peer ended the whole connection: close the paths it has not closed yet.
-            Some(ConnectionError::ApplicationClosed { .. })
-            | Some(ConnectionError::PeerReportedError { .. }) => {
-                state.paths.values().map(|p| p.conn.clone()).collect()
+        state.core.on_path_down(path, reason, now);
+        // The peer ended the whole connection: close the paths it has not closed yet.
+        if let Some(ConnectionError::ApplicationClosed { .. })
+        | Some(ConnectionError::PeerReportedError { .. }) = state.core.error()
+        {
+            for path in state.paths.values() {
+                path.conn.close(0u32.into(), b"");
             }
-            _ => Vec::new(),
-        };
+        }
         drop(state);
-        for conn in conns {
-            conn.close(0u32.into(), b"");
-        }
         self.changed.notify_waiters();
         self.control_wake.notify_one();
+        self.timer_wake.notify_one();
     }
 }
 
@@ -319,12 +515,12 @@ impl Connection {
 
     /// Client or server.
     pub fn side(&self) -> Side {
-        self.shared.lock().side
+        self.shared.lock().core.side()
     }
 
     /// The scheduler's name.
     pub fn scheduler_name(&self) -> String {
-        self.shared.lock().scheduler.name().to_owned()
+        self.shared.lock().core.scheduler_name().to_owned()
     }
 
     /// Opens a bidirectional stream, waiting while the peer's stream limit is reached.
@@ -347,16 +543,16 @@ impl Connection {
     }
 
     async fn open(&self, uni: bool) -> Result<u64, OpenStreamError> {
-        self.wait_for(|state| match &state.error {
-            Some(e) => Some(Err(e.clone().into())),
-            None => state.open(uni, Instant::now()).map(Ok),
+        self.wait_for(|state| match state.error() {
+            Some(e) => Some(Err(e.into())),
+            None => state.core.open(uni, Instant::now()).map(Ok),
         })
         .await
     }
 
     /// Waits until `check` finds what it waits for in the state; it is called again whenever
     /// streams or the connection's end change.
-    async fn wait_for<T>(&self, mut check: impl FnMut(&mut State) -> Option<T>) -> T {
+    async fn wait_for<T>(&self, mut check: impl FnMut(&mut Inner) -> Option<T>) -> T {
         loop {
             let mut notified = pin!(self.shared.changed.notified());
             notified.as_mut().enable();
@@ -387,9 +583,9 @@ impl Connection {
     }
 
     async fn accept(&self, uni: bool) -> Result<u64, ConnectionError> {
-        self.wait_for(|state| match state.accept(uni) {
+        self.wait_for(|state| match state.core.accept(uni) {
             Some(id) => Some(Ok(id)),
-            None => state.error.clone().map(Err),
+            None => state.error().map(Err),
         })
         .await
     }
@@ -404,6 +600,7 @@ impl Connection {
     ) -> Result<(), WriteError> {
         self.shared
             .lock()
+            .core
             .set_urgency(stream.0, urgency, incremental, Instant::now())
     }
 
@@ -412,6 +609,7 @@ impl Connection {
     pub fn set_stream_size_hint(&self, stream: StreamId, bytes: u64) -> Result<(), WriteError> {
         self.shared
             .lock()
+            .core
             .set_size_hint(stream.0, bytes, Instant::now())
     }
 
@@ -450,11 +648,11 @@ impl Connection {
         }
         {
             let state = self.shared.lock();
-            if state.side != Side::Client {
+            if state.core.side() != Side::Client {
                 return Err(PathError::NotClient);
             }
-            if let Some(e) = &state.error {
-                return Err(PathError::Closed(e.clone()));
+            if let Some(e) = state.error() {
+                return Err(PathError::Closed(e));
             }
             if state.paths.len() >= state.config.max_paths {
                 return Err(PathError::TooManyPaths(state.config.max_paths));
@@ -471,7 +669,7 @@ impl Connection {
         let join = Frame::Join {
             session: shared.session,
             proof: session::proof(&shared.secret, shared.session, &exported),
-            params: State::params(&shared.endpoint.config),
+            params: shared.endpoint.config.params(),
         };
         let (send, recv, answer) = exchange(&conn, join).await.map_err(|e| match e {
             SetupFailure::Refused { code, reason } => PathError::Refused { code, reason },
@@ -514,11 +712,10 @@ impl Connection {
             .paths
             .get(&path)
             .ok_or(PathError::UnknownPath(path.0))?;
-        entry.conn.close(
-            quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
-            b"path closed",
-        );
-        state.on_path_down(path, "closed locally".into(), Instant::now());
+        entry.conn.close(varint(codes::PATH_CLOSED), b"path closed");
+        state
+            .core
+            .on_path_down(path, "closed locally".into(), Instant::now());
         drop(state);
         self.shared.poke();
         Ok(())
@@ -531,32 +728,24 @@ impl Connection {
                 "use close_path to take a path down".into(),
             ));
         }
-        let mut state = self.shared.lock();
-        if !state.paths.contains_key(&path) {
-            return Err(PathError::UnknownPath(path.0));
-        }
-        state.apply_path_status(path, status, Instant::now());
-        state.control.push_back((
-            Some(path),
-            Frame::PathStatus {
-                backup: status == PathStatus::Backup,
-            },
-        ));
-        drop(state);
+        self.shared
+            .lock()
+            .core
+            .set_path_status(path, status, Instant::now())
+            .map_err(|_| PathError::UnknownPath(path.0))?;
         self.shared.control_wake.notify_one();
         Ok(())
     }
 
-    /// The paths that are up and the last [`CLOSED_PATHS_KEPT`](crate::CLOSED_PATHS_KEPT)
-    /// closed ones (status [`PathStatus::Down`]), with their numbers, by id.
+    /// The paths that are up and the last [`CLOSED_PATHS_KEPT`] closed ones (status
+    /// [`PathStatus::Down`]), with their numbers, by id.
     pub fn paths(&self) -> Vec<PathStats> {
         let state = self.shared.lock();
-        let mut paths: Vec<PathStats> = state
-            .closed_paths
-            .iter()
-            .cloned()
-            .chain(state.paths.iter().map(|(id, p)| p.stats(*id)))
-            .collect();
+        let up = state.core.path_ids().filter_map(|id| {
+            let (status, counters) = state.core.path(id)?;
+            state.path_stats(id, status, counters)
+        });
+        let mut paths: Vec<PathStats> = state.closed_paths.iter().cloned().chain(up).collect();
         paths.sort_by_key(|p| p.id);
         paths
     }
@@ -578,12 +767,12 @@ impl Connection {
 
     /// Waits until the connection is over and says why.
     pub async fn closed(&self) -> ConnectionError {
-        self.wait_for(|state| state.error.clone()).await
+        self.wait_for(|state| state.error()).await
     }
 
     /// Why the connection is over, if it is.
     pub fn close_reason(&self) -> Option<ConnectionError> {
-        self.shared.lock().error.clone()
+        self.shared.lock().error()
     }
 }
 
@@ -606,7 +795,7 @@ async fn send_loop(
     let mut streams: HashMap<u64, quinn::SendStream> = HashMap::new();
     let mut send_window = 0;
     loop {
-        let (step, retire) = shared.lock().next_step(path, Instant::now());
+        let (step, retire) = shared.lock().core.poll_path(path, Instant::now());
         for (id, reset) in retire {
             if let Some(mut stream) = streams.remove(&id) {
                 let _ = if reset {
@@ -646,11 +835,13 @@ async fn send_loop(
                 let result = match first_try {
                     Poll::Ready(result) => result,
                     Poll::Pending => {
-                        shared.lock().set_writer_blocked(path, true, Instant::now());
+                        let blocked = |blocked| {
+                            let mut state = shared.lock();
+                            state.core.set_writer_blocked(path, blocked, Instant::now());
+                        };
+                        blocked(true);
                         let result = write.await;
-                        shared
-                            .lock()
-                            .set_writer_blocked(path, false, Instant::now());
+                        blocked(false);
                         result
                     }
                 };
@@ -666,7 +857,7 @@ async fn send_loop(
 async fn write_batch(
     conn: &quinn::Connection,
     streams: &mut HashMap<u64, quinn::SendStream>,
-    batch: Vec<crate::state::ChunkWork>,
+    batch: Vec<mpquic_proto::ChunkWork>,
 ) -> Result<(), String> {
     for work in batch {
         write_work(conn, streams, work).await?;
@@ -677,7 +868,7 @@ async fn write_batch(
 async fn write_work(
     conn: &quinn::Connection,
     streams: &mut HashMap<u64, quinn::SendStream>,
-    work: crate::state::ChunkWork,
+    work: mpquic_proto::ChunkWork,
 ) -> Result<(), String> {
     if !work.pieces.is_empty() {
         let stream = match streams.entry(work.stream) {
@@ -718,61 +909,54 @@ async fn recv_loop(shared: Arc<Shared>, path: PathId, conn: quinn::Connection) {
     }
 }
 
+/// The most read from a quinn stream at once.
+const READ_PIECE: usize = 64 * 1024;
+
+/// Feeds one chunk stream to the core as its bytes arrive.
 async fn read_chunks(shared: Arc<Shared>, path: PathId, mut stream: quinn::RecvStream) {
+    let mut decoder = ChunkDecoder::default();
     let result: Result<(), ProtocolError> = async {
-        let Some(id) = wire::read_varint(&mut stream).await? else {
-            return Ok(());
-        };
-        while let Some((offset, data)) = wire::read_chunk(&mut stream).await? {
-            shared
-                .lock()
-                .on_chunk(path, id, offset, data, Instant::now())?;
-            shared.poke();
+        // A read error means the path or the stream went away: what it carried comes again
+        // on another path.
+        while let Ok(Some(piece)) = stream.read_chunk(READ_PIECE, true).await {
+            let mut input = &piece.bytes[..];
+            while let Some(chunk) = decoder.decode(&mut input)? {
+                shared.lock().core.on_chunk(
+                    path,
+                    chunk.stream,
+                    chunk.offset,
+                    chunk.data,
+                    Instant::now(),
+                )?;
+                shared.poke();
+            }
         }
         Ok(())
     }
     .await;
-    match result {
-        // The path or the stream went away: what it carried comes again on another path.
-        Err(ProtocolError::Wire(WireError::Io(_))) | Ok(()) => {}
-        Err(e) => shared.protocol_error(e),
+    if let Err(e) = result {
+        shared.protocol_error(e);
     }
 }
 
 /// Reads the peer's control frames on this path.
 async fn control_loop(shared: Arc<Shared>, path: PathId, mut recv: quinn::RecvStream) {
-    loop {
-        match wire::read_frame(&mut recv).await {
-            Ok(Some(frame)) => {
-                let result = shared.lock().on_frame(path, frame, Instant::now());
-                if let Err(e) = result {
-                    shared.protocol_error(e);
-                    return;
-                }
-                shared.poke();
-            }
-            Ok(None) | Err(WireError::Io(_)) => return,
-            Err(e) => {
-                shared.protocol_error(e.into());
+    let mut decoder = FrameDecoder::default();
+    while let Ok(Some(piece)) = recv.read_chunk(READ_PIECE, true).await {
+        let mut input = &piece.bytes[..];
+        loop {
+            let result = decoder.decode(&mut input).map_err(ProtocolError::from);
+            let result = match result {
+                Ok(Some(frame)) => shared.lock().core.on_frame(path, frame, Instant::now()),
+                Ok(None) => break,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                shared.protocol_error(e);
                 return;
             }
-        }
-    }
-}
-
-/// Declares the path failed when its data waits too long for an acknowledgement. A task of its
-/// own, because the sender may be blocked in a quinn write that a dead path never completes.
-async fn watch_acks(shared: Arc<Shared>, path: PathId) {
-    // With nothing outstanding, look again at this pace.
-    const IDLE_CHECK: Duration = Duration::from_millis(100);
-    loop {
-        let now = Instant::now();
-        let Some(next) = shared.lock().check_failure(path, now) else {
             shared.poke();
-            return;
-        };
-        let at = next.map_or(now + IDLE_CHECK, |deadline| deadline.min(now + IDLE_CHECK));
-        tokio::time::sleep_until(at.into()).await;
+        }
     }
 }
 
@@ -781,42 +965,51 @@ async fn watch_closed(shared: Arc<Shared>, path: PathId, conn: quinn::Connection
     shared.on_quinn_closed(path, error);
 }
 
-/// Writes control frames, each on its path or on the one with the lowest one-way delay; held
-/// data acks when they fall due. Ends the session when it has been idle too long.
-async fn flush_control(shared: Arc<Shared>) {
-    // Also look now and then, so the task ends once the connection is over.
-    const RECHECK: Duration = Duration::from_secs(1);
+/// Runs the core's timers: held data acks falling due, the idle timeout and each path's
+/// failure deadline. A task of its own, apart from every write, because a dead path may never
+/// complete one.
+async fn drive_timers(shared: Arc<Shared>) {
+    // A path's failure deadline moves as its transport sends, which the core does not see:
+    // look again at least this often.
+    const RECHECK: Duration = Duration::from_millis(100);
     loop {
         let now = Instant::now();
         let wake_at = {
             let state = shared.lock();
-            [state.control_deadline(), state.idle_deadline()]
-                .into_iter()
-                .flatten()
-                .fold(now + RECHECK, Instant::min)
+            if state.core.error().is_some() {
+                return;
+            }
+            state
+                .core
+                .poll_timeout()
+                .map_or(now + RECHECK, |t| t.min(now + RECHECK))
         };
-        let _ = tokio::time::timeout_at(wake_at.into(), shared.control_wake.notified()).await;
-        let (over, idle) = {
-            let state = shared.lock();
-            let idle = state.idle_deadline().is_some_and(|d| d <= Instant::now());
-            (state.error.is_some(), idle)
-        };
-        if idle {
-            shared.close_all(ConnectionError::TimedOut, codes::SESSION_IDLE, b"idle");
-        }
-        if over || idle {
-            return;
-        }
+        let _ = tokio::time::timeout_at(wake_at.into(), shared.timer_wake.notified()).await;
+        shared.lock().core.handle_timeout(Instant::now());
+        shared.poke();
+    }
+}
+
+/// Writes control frames, each on its path or on the one with the lowest one-way delay
+/// towards the peer, whenever the core has some due. Ends with the connection.
+async fn flush_control(shared: Arc<Shared>) {
+    // Also look now and then, so the task ends once the connection is over.
+    const RECHECK: Duration = Duration::from_secs(1);
+    loop {
+        let _ = tokio::time::timeout(RECHECK, shared.control_wake.notified()).await;
         loop {
             let batches = {
                 let mut state = shared.lock();
+                if state.core.error().is_some() {
+                    return;
+                }
                 let now = Instant::now();
-                if !state.has_control(now) {
+                if !state.core.has_control(now) {
                     break;
                 }
-                let default_path = state.control_path();
+                let default_path = state.core.control_path();
                 let mut batches: BTreeMap<PathId, Vec<u8>> = BTreeMap::new();
-                for (target, frame) in state.drain_control(now) {
+                for (target, frame) in state.core.poll_control(now) {
                     let Some(path) = target.or(default_path) else {
                         continue;
                     };
@@ -841,6 +1034,37 @@ async fn flush_control(shared: Arc<Shared>) {
     }
 }
 
+/// Why [`read_frame`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadFrameError {
+    /// The quinn stream failed.
+    #[error(transparent)]
+    Read(#[from] quinn::ReadError),
+    /// The bytes are not a frame.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+}
+
+/// Reads one control frame from a quinn stream, a byte at a time so that nothing after it is
+/// taken from the stream: how a path's first frame (a new session, a join, or the answer to
+/// either) is read before the control stream's reader starts, and how a tool that speaks the
+/// wire format by hand reads frames. `Ok(None)`: the stream ended before a frame.
+pub async fn read_frame(recv: &mut quinn::RecvStream) -> Result<Option<Frame>, ReadFrameError> {
+    let mut decoder = FrameDecoder::default();
+    loop {
+        let mut byte = [0u8; 1];
+        match recv.read(&mut byte).await? {
+            Some(1) => {
+                if let Some(frame) = decoder.decode(&mut &byte[..])? {
+                    return Ok(Some(frame));
+                }
+            }
+            Some(_) => {}
+            None => return Ok(decoder.finish().map(|()| None)?),
+        }
+    }
+}
+
 /// Why the first exchange on a new path failed.
 enum SetupFailure {
     /// The server closed the path with a code (how it refuses sessions and joins).
@@ -859,9 +1083,7 @@ async fn exchange(
         let mut buf = Vec::new();
         frame.encode(&mut buf).map_err(|e| e.to_string())?;
         send.write_all(&buf).await.map_err(|e| e.to_string())?;
-        let answer = wire::read_frame(&mut recv)
-            .await
-            .map_err(|e| e.to_string())?;
+        let answer = read_frame(&mut recv).await.map_err(|e| e.to_string())?;
         Ok::<_, String>((send, recv, answer))
     }
     .await;
@@ -887,7 +1109,7 @@ pub(crate) async fn client_handshake(
         .connect_quinn(local, remote, &server_name, &telemetry, None)
         .await
         .map_err(|e| ConnectionError::Handshake(e.to_string()))?;
-    let local_params = State::params(&endpoint.config);
+    let local_params = endpoint.config.params();
     let new_session = Frame::NewSession {
         params: local_params,
     };
@@ -902,8 +1124,7 @@ pub(crate) async fn client_handshake(
             path,
             params,
         }) => {
-            let config = endpoint.config.clone();
-            let state = State::new(Side::Client, config, local_params, params, Instant::now());
+            let state = Inner::new(Side::Client, endpoint.config.clone(), local_params, params);
             let shared = Shared::new(state, session, secret, endpoint, server_name);
             let connection = Connection::new(shared.clone());
             shared.add_path(

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mpquic_sched::{PathId, PathStatus};
 use quinn::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -16,12 +16,12 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::config::{Config, CongestionControl};
-use crate::connection::{client_handshake, Connection, Shared};
+use crate::connection::{client_handshake, read_frame, Connection, Inner, Shared};
 use crate::error::{codes, ConfigError, ConnectionError, PathError};
 use crate::session;
-use crate::state::{Side, State};
 use crate::telemetry::Telemetry;
-use crate::wire::{self, Frame, SessionId};
+use crate::wire::{Frame, SessionId};
+use crate::Side;
 
 /// How long a new path may take to say what it is.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -423,29 +423,24 @@ async fn admit(
         .accept_bi()
         .await
         .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-    let first = wire::read_frame(&mut recv)
+    let first = read_frame(&mut recv)
         .await
         .map_err(|e| Refusal::new(codes::FRAME_ENCODING, &e.to_string()))?;
-    let local_params = State::params(&inner.config);
+    let local_params = inner.config.params();
     match first {
         Some(Frame::NewSession { params }) => {
             let (session, secret) = session::new_session()
                 .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
             let shared = {
                 let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error.is_none()));
+                sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error().is_none()));
                 if sessions.len() >= inner.config.max_sessions {
                     return Err(Refusal::new(codes::SESSION_LIMIT, "too many sessions"));
                 }
-                let now = Instant::now();
-                let mut state = State::new(
-                    Side::Server,
-                    inner.config.clone(),
-                    local_params,
-                    params,
-                    now,
-                );
-                state.next_path_id = 1;
+                let mut state =
+                    Inner::new(Side::Server, inner.config.clone(), local_params, params);
+                // The first path is 0.
+                let _ = state.core.next_path_id();
                 let shared = Shared::new(state, session, secret, inner.clone(), String::new());
                 sessions.insert(session, Arc::downgrade(&shared));
                 PendingSession {
@@ -500,15 +495,13 @@ async fn admit(
             }
             let id = {
                 let mut state = shared.lock();
-                if state.error.is_some() {
+                if state.error().is_some() {
                     return Err(Refusal::new(codes::UNKNOWN_SESSION, "session closed"));
                 }
                 if state.paths.len() >= state.config.max_paths {
                     return Err(Refusal::new(codes::TOO_MANY_PATHS, "too many paths"));
                 }
-                let id = state.next_path_id;
-                state.next_path_id += 1;
-                id
+                state.core.next_path_id().0
             };
             let mut buf = Vec::new();
             Frame::Joined { path: id }

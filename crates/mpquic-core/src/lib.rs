@@ -64,32 +64,21 @@ mod connection;
 mod endpoint;
 pub mod error;
 pub mod fld;
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub mod fuzzing;
 #[cfg(feature = "h3")]
 pub mod h3;
 pub mod loss_based;
-mod pending_acks;
-mod reassembly;
-mod receive_window;
-mod send_buffer;
 mod sent_log;
 pub mod session;
-mod state;
 mod stream;
 mod telemetry;
-#[cfg(test)]
-mod test_heap;
-pub mod wire;
 
 pub use config::{Config, CongestionControl, SchedulerFactory, DEFAULT_INITIAL_WINDOW};
-pub use connection::{Connection, PathEvent, PathStats};
+pub use connection::{read_frame, Connection, PathStats, ReadFrameError, CLOSED_PATHS_KEPT};
 pub use endpoint::{Connecting, Endpoint};
 pub use error::{
     codes, ConfigError, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError,
     ReadToEndError, WriteError,
 };
+pub use mpquic_proto::{wire, PathEvent, Side};
 pub use mpquic_sched::{PathId, PathStatus, StreamId};
-pub use state::{Side, CLOSED_PATHS_KEPT};
 pub use stream::{RecvStream, SendStream};

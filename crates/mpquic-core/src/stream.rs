@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::{Handle, Shared};
 use crate::error::{ReadError, ReadToEndError, WriteError};
-use crate::state::StreamCounters;
+use mpquic_proto::StreamCounters;
 
 /// The sending half of a stream.
 ///
@@ -35,7 +35,7 @@ impl std::fmt::Debug for SendStream {
 
 impl SendStream {
     pub(crate) fn new(shared: Arc<Shared>, handle: Arc<Handle>, id: u64) -> Self {
-        let counters = shared.lock().send_counters(id).unwrap_or_default();
+        let counters = shared.lock().core.send_counters(id).unwrap_or_default();
         Self {
             shared,
             _handle: handle,
@@ -58,10 +58,7 @@ impl SendStream {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        let written = self
-            .shared
-            .lock()
-            .write(self.id, buf, cx.waker(), Instant::now());
+        let written = self.shared.lock().write(self.id, buf, cx.waker());
         match written {
             Ok(0) => Poll::Pending,
             Err(WriteError::ClosedStream) => Poll::Ready(Err(self.closed_error())),
@@ -93,7 +90,7 @@ impl SendStream {
     /// Marks the end of the stream; everything written is still delivered.
     pub fn finish(&mut self) -> Result<(), WriteError> {
         self.done = true;
-        let result = self.shared.lock().finish(self.id, Instant::now());
+        let result = self.shared.lock().core.finish(self.id, Instant::now());
         self.shared.poke();
         result
     }
@@ -101,7 +98,7 @@ impl SendStream {
     /// Abandons the stream: unsent data is dropped and the reader sees `code`, which must fit
     /// a QUIC varint (else [`WriteError::InvalidCode`], and the stream is untouched).
     pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
-        let result = self.shared.lock().reset(self.id, code, Instant::now());
+        let result = self.shared.lock().core.reset(self.id, code, Instant::now());
         if matches!(result, Err(WriteError::InvalidCode(_))) {
             return result;
         }
@@ -114,6 +111,7 @@ impl SendStream {
     pub fn set_urgency(&mut self, urgency: u8, incremental: bool) -> Result<(), WriteError> {
         self.shared
             .lock()
+            .core
             .set_urgency(self.id, urgency, incremental, Instant::now())
     }
 
@@ -122,6 +120,7 @@ impl SendStream {
     pub fn set_size_hint(&mut self, bytes: u64) -> Result<(), WriteError> {
         self.shared
             .lock()
+            .core
             .set_size_hint(self.id, bytes, Instant::now())
     }
 
@@ -139,7 +138,7 @@ impl SendStream {
 impl Drop for SendStream {
     fn drop(&mut self) {
         if !self.done {
-            let _ = self.shared.lock().finish(self.id, Instant::now());
+            let _ = self.shared.lock().core.finish(self.id, Instant::now());
             self.shared.poke();
         }
     }
@@ -256,7 +255,7 @@ impl RecvStream {
         if self.done {
             return Err(ReadError::ClosedStream);
         }
-        let result = self.shared.lock().stop(self.id, code);
+        let result = self.shared.lock().core.stop(self.id, code);
         if matches!(result, Err(ReadError::InvalidCode(_))) {
             return result;
         }
@@ -269,7 +268,7 @@ impl RecvStream {
 impl Drop for RecvStream {
     fn drop(&mut self) {
         if !self.done {
-            let _ = self.shared.lock().stop(self.id, 0);
+            let _ = self.shared.lock().core.stop(self.id, 0);
             self.shared.poke();
         }
     }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use common::raw::*;
-use mpquic_core::wire::{self, Frame};
+use mpquic_core::wire::Frame;
 use mpquic_core::{codes, Config, ConnectionError};
 
 /// Counts the bytes the whole process has allocated and not yet freed.
@@ -205,7 +205,7 @@ async fn resets_free_what_their_streams_buffered() {
         let needed = (batch + 2) * WINDOW;
         tokio::time::timeout(Duration::from_secs(10), async {
             while max_data < needed {
-                match wire::read_frame(&mut control_recv).await.unwrap() {
+                match mpquic_core::read_frame(&mut control_recv).await.unwrap() {
                     Some(Frame::MaxData { max }) => max_data = max,
                     Some(_) => {}
                     None => panic!("the control stream ended"),

@@ -75,7 +75,7 @@ impl Server {
         send_frame(&mut control, Frame::NewSession { params: PARAMS }).await;
         let Some(Frame::Welcome {
             session, secret, ..
-        }) = wire::read_frame(&mut control_recv).await.unwrap()
+        }) = mpquic_core::read_frame(&mut control_recv).await.unwrap()
         else {
             panic!("expected a welcome");
         };

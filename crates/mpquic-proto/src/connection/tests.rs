@@ -1,9 +1,7 @@
-//! The receiving side of [`State`] driven by random operation sequences from a peer (chunks,
+//! The receiving side of [`Connection`] driven by random operation sequences from a peer (chunks,
 //! fins, resets, in any order, legal or not) and the application (reads, stops), checking
 //! after every step the flow-control invariants that a lost credit, a window that does not
 //! follow reads, or an unchecked final size once broke.
-
-use std::task::Waker;
 
 use proptest::prelude::*;
 
@@ -64,15 +62,23 @@ fn uni(k: u64) -> u64 {
     stream_id(Side::Client, UNI, k)
 }
 
-fn receiver(now: Instant) -> State {
-    let mut config = Config::default();
-    config
-        .stream_receive_window(STREAM_WINDOW)
-        .unwrap()
-        .receive_window(WINDOW)
-        .unwrap();
-    let params = State::params(&config);
-    State::new(Side::Server, Arc::new(config), params, params, now)
+fn receiver(now: Instant) -> Connection {
+    let config = TransportConfig {
+        send_buffer: 1 << 20,
+        idle_timeout: Duration::from_secs(30),
+        delivery_reports: true,
+        delivery_credit: false,
+        path_failure_rtts: 4,
+        path_failure_floor: Duration::from_secs(1),
+    };
+    let params = Params {
+        max_data: WINDOW,
+        max_stream_data: STREAM_WINDOW,
+        max_bidi_streams: 100,
+        max_uni_streams: 100,
+    };
+    let scheduler = mpquic_sched::SchedulerKind::PriorityBucket.build();
+    Connection::new(Side::Server, config, scheduler, params, params, now)
 }
 
 /// What the peer may legally send, as the receiver announced it.
@@ -114,7 +120,7 @@ impl Announced {
 }
 
 /// The invariants, after any step that did not close the connection.
-fn check(state: &State) -> Result<(), TestCaseError> {
+fn check(state: &Connection) -> Result<(), TestCaseError> {
     let (limit, received, consumed, footprint) = state.receive_window.counters();
     prop_assert!(
         received <= limit,
@@ -158,7 +164,6 @@ proptest! {
             sent: BTreeMap::new(),
             final_size: BTreeMap::new(),
         };
-        let waker = Waker::noop();
         for op in ops {
             let peer_result = match op {
                 Op::Chunk { stream, offset, len } => {
@@ -180,7 +185,7 @@ proptest! {
                     Some((legal, id, final_size, true, result))
                 }
                 Op::Read { stream, max } => {
-                    let _ = state.read(uni(stream), max, waker);
+                    let _ = state.read(uni(stream), max);
                     None
                 }
                 Op::Stop { stream } => {
@@ -188,7 +193,7 @@ proptest! {
                     None
                 }
                 Op::Flush => {
-                    for (_, frame) in state.drain_control(now) {
+                    for (_, frame) in state.poll_control(now) {
                         match frame {
                             Frame::MaxData { max } => announced.max_data = max,
                             Frame::MaxStreamData { stream, max } => {

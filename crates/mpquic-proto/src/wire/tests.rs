@@ -1,46 +1,51 @@
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
+use bytes::Bytes;
 use proptest::prelude::*;
-use tokio::io::ReadBuf;
 
+use super::decoder::VarintReader;
 use super::*;
 
-/// Runs a future to completion; the readers in these tests never wait.
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime")
-        .block_on(future)
+/// Reads one frame from `input` as a stream delivering a byte at a time would: `Ok(None)` if
+/// the input ends cleanly before a frame.
+fn read_frame(input: &mut &[u8]) -> Result<Option<Frame>, WireError> {
+    let mut decoder = FrameDecoder::default();
+    loop {
+        let Some((first, rest)) = input.split_first() else {
+            return decoder.finish().map(|()| None);
+        };
+        *input = rest;
+        if let Some(frame) = decoder.decode(&mut std::slice::from_ref(first))? {
+            return Ok(Some(frame));
+        }
+    }
 }
 
-/// Hands out one byte per read, like a network stream delivering in pieces, then ends
-/// cleanly or with an error of `fail`'s kind.
-struct Trickle<'a> {
-    data: &'a [u8],
-    fail: Option<io::ErrorKind>,
+/// Reads the next chunk from `input` a byte at a time: `Ok(None)` if the input ends cleanly
+/// before one.
+fn read_chunk(decoder: &mut ChunkDecoder, input: &mut &[u8]) -> Result<Option<Chunk>, WireError> {
+    loop {
+        let Some((first, rest)) = input.split_first() else {
+            return decoder.finish().map(|()| None);
+        };
+        *input = rest;
+        if let Some(chunk) = decoder.decode(&mut std::slice::from_ref(first))? {
+            return Ok(Some(chunk));
+        }
+    }
 }
 
-impl AsyncRead for Trickle<'_> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if buf.remaining() == 0 {
-            return Poll::Ready(Ok(()));
-        }
-        if let Some((&first, rest)) = self.data.split_first() {
-            buf.put_slice(&[first]);
-            self.data = rest;
-            return Poll::Ready(Ok(()));
-        }
-        match self.fail {
-            Some(kind) => Poll::Ready(Err(io::Error::new(kind, "boom"))),
-            None => Poll::Ready(Ok(())),
-        }
+/// A chunk stream's header for stream 9, then `body`.
+fn chunk_stream(body: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    encode_chunk_stream_header(9, &mut buf).unwrap();
+    buf.extend_from_slice(body);
+    buf
+}
+
+fn chunk(stream: u64, offset: u64, data: &'static [u8]) -> Chunk {
+    Chunk {
+        stream,
+        offset,
+        data: Bytes::from_static(data),
     }
 }
 
@@ -65,7 +70,7 @@ fn decode_both(bytes: &[u8]) -> Result<Frame, WireError> {
     let mut buf = bytes;
     let decoded = Frame::decode(&mut buf);
     let mut reader = bytes;
-    let read = block_on(read_frame(&mut reader));
+    let read = read_frame(&mut reader);
     assert_eq!(
         decoded.clone().map(Some),
         read,
@@ -206,36 +211,17 @@ fn truncated_varint_leaves_input_unchanged() {
     }
 }
 
-#[tokio::test]
-async fn read_varint_eof_cases() {
-    let mut empty: &[u8] = &[];
-    assert_eq!(read_varint(&mut empty).await, Ok(None));
-    let mut cut: &[u8] = &[0x80, 0x01];
-    assert_eq!(read_varint(&mut cut).await, Err(WireError::Truncated));
-    let mut reader = Trickle {
-        data: &[0x9d, 0x7f, 0x3e, 0x7d, 0x25],
-        fail: None,
-    };
-    assert_eq!(read_varint(&mut reader).await, Ok(Some(494_878_333)));
-    assert_eq!(read_varint(&mut reader).await, Ok(Some(37)));
-    assert_eq!(read_varint(&mut reader).await, Ok(None));
-}
-
-#[tokio::test]
-async fn io_errors_keep_their_message() {
-    let mut reader = Trickle {
-        data: &[0x40],
-        fail: Some(io::ErrorKind::ConnectionReset),
-    };
-    assert_eq!(
-        read_varint(&mut reader).await,
-        Err(WireError::Io("boom".into()))
-    );
-    let mut reader = Trickle {
-        data: &[],
-        fail: Some(io::ErrorKind::UnexpectedEof),
-    };
-    assert_eq!(read_frame(&mut reader).await, Err(WireError::Truncated));
+#[test]
+fn varints_across_pieces() {
+    let mut reader = VarintReader::default();
+    assert_eq!(reader.feed(&mut &[][..]), None);
+    let mut input = &[0x9d, 0x7f][..];
+    assert_eq!(reader.feed(&mut input), None);
+    assert!(input.is_empty() && !reader.is_empty());
+    let mut input = &[0x3e, 0x7d, 0x25][..];
+    assert_eq!(reader.feed(&mut input), Some(494_878_333));
+    assert_eq!(reader.feed(&mut input), Some(37));
+    assert!(input.is_empty() && reader.is_empty());
 }
 
 #[test]
@@ -254,16 +240,19 @@ fn every_variant_round_trips() {
         assert_eq!(Frame::decode(&mut rest), Ok(frame));
     }
     assert!(rest.is_empty());
-    let mut reader = Trickle {
-        data: &stream,
-        fail: None,
-    };
-    block_on(async {
-        for frame in every_variant() {
-            assert_eq!(read_frame(&mut reader).await, Ok(Some(frame)));
-        }
-        assert_eq!(read_frame(&mut reader).await, Ok(None));
-    });
+    let mut reader = &stream[..];
+    for frame in every_variant() {
+        assert_eq!(read_frame(&mut reader), Ok(Some(frame)));
+    }
+    assert_eq!(read_frame(&mut reader), Ok(None));
+    // And in one piece through one decoder.
+    let mut decoder = FrameDecoder::default();
+    let mut rest = &stream[..];
+    for frame in every_variant() {
+        assert_eq!(decoder.decode(&mut rest), Ok(Some(frame)));
+    }
+    assert_eq!(decoder.decode(&mut rest), Ok(None));
+    assert_eq!(decoder.finish(), Ok(()));
 }
 
 #[test]
@@ -292,11 +281,7 @@ fn truncated_frames_at_every_cut() {
             } else {
                 Err(WireError::Truncated)
             };
-            assert_eq!(
-                block_on(read_frame(&mut reader)),
-                expected,
-                "{frame:?} cut {cut}"
-            );
+            assert_eq!(read_frame(&mut reader), expected, "{frame:?} cut {cut}");
         }
     }
 }
@@ -470,8 +455,8 @@ fn encode_appends_after_existing_bytes() {
     assert_eq!(buf, [0xee, 0xff, 0x04, 0x01, 0x03]);
 }
 
-#[tokio::test]
-async fn chunk_stream_round_trip() {
+#[test]
+fn chunk_stream_round_trip() {
     let mut buf = Vec::new();
     encode_chunk_stream_header(17, &mut buf).unwrap();
     encode_chunk_header(0, 5, &mut buf).unwrap();
@@ -480,34 +465,64 @@ async fn chunk_stream_round_trip() {
     encode_chunk_header(MAX_VARINT - 3, 3, &mut buf).unwrap();
     buf.extend_from_slice(b"end");
 
-    let mut reader = Trickle {
-        data: &buf,
-        fail: None,
-    };
-    assert_eq!(read_varint(&mut reader).await, Ok(Some(17)));
-    assert_eq!(
-        read_chunk(&mut reader).await,
-        Ok(Some((0, Bytes::from_static(b"hello"))))
-    );
-    assert_eq!(read_chunk(&mut reader).await, Ok(Some((100, Bytes::new()))));
-    assert_eq!(
-        read_chunk(&mut reader).await,
-        Ok(Some((MAX_VARINT - 3, Bytes::from_static(b"end"))))
-    );
-    assert_eq!(read_chunk(&mut reader).await, Ok(None));
+    let expected = [
+        chunk(17, 0, b"hello"),
+        chunk(17, 100, b""),
+        chunk(17, MAX_VARINT - 3, b"end"),
+    ];
+    let mut decoder = ChunkDecoder::default();
+    let mut reader = &buf[..];
+    for want in &expected {
+        assert_eq!(
+            read_chunk(&mut decoder, &mut reader).as_ref(),
+            Ok(&Some(want.clone()))
+        );
+    }
+    assert_eq!(decoder.stream(), Some(17));
+    assert_eq!(read_chunk(&mut decoder, &mut reader), Ok(None));
+    // In one piece.
+    let mut decoder = ChunkDecoder::default();
+    let mut rest = &buf[..];
+    for want in expected {
+        assert_eq!(decoder.decode(&mut rest), Ok(Some(want)));
+    }
+    assert_eq!(decoder.decode(&mut rest), Ok(None));
+    assert_eq!(decoder.finish(), Ok(()));
+}
+
+#[test]
+fn a_stream_may_end_before_its_header_or_after_it() {
+    let decoder = ChunkDecoder::default();
+    assert_eq!(decoder.finish(), Ok(()));
+    let mut decoder = ChunkDecoder::default();
+    let header = chunk_stream(&[]);
+    assert_eq!(decoder.decode(&mut &header[..]), Ok(None));
+    assert_eq!(decoder.finish(), Ok(()));
+    let mut decoder = ChunkDecoder::default();
+    assert_eq!(decoder.decode(&mut &[0x40][..]), Ok(None));
+    assert_eq!(decoder.finish(), Err(WireError::Truncated));
 }
 
 #[test]
 fn a_chunk_is_allocated_at_its_size() {
     // The reassembler keeps whole chunks and charges them at their length.
     let len = 1 << 20;
-    let mut stream = Vec::new();
-    encode_chunk_header(0, len, &mut stream).unwrap();
-    stream.resize(stream.len() + len as usize, 7);
-    let mut reader = &stream[..];
+    let mut body = Vec::new();
+    encode_chunk_header(0, len, &mut body).unwrap();
+    body.resize(body.len() + len as usize, 7);
+    let stream = chunk_stream(&body);
+    let mut decoder = ChunkDecoder::default();
     let before = crate::test_heap::live();
-    let (_, data) = block_on(read_chunk(&mut reader)).unwrap().unwrap();
+    // In pieces of a typical quinn read, so the buffer grows as bytes arrive.
+    let mut data = None;
+    for piece in stream.chunks(1200) {
+        let mut piece = piece;
+        if let Some(chunk) = decoder.decode(&mut piece).unwrap() {
+            data = Some(chunk.data);
+        }
+    }
     let held = crate::test_heap::live() - before;
+    let data = data.expect("the chunk");
     assert_eq!(data.len() as u64, len);
     assert!(
         held <= len as i64 + 4096,
@@ -515,45 +530,51 @@ fn a_chunk_is_allocated_at_its_size() {
     );
 }
 
-#[tokio::test]
-async fn chunk_eof_cases() {
-    let mut buf = Vec::new();
-    encode_chunk_header(300, 4, &mut buf).unwrap();
-    buf.extend_from_slice(b"data");
-    for cut in 0..buf.len() {
+#[test]
+fn chunk_eof_cases() {
+    let mut body = Vec::new();
+    encode_chunk_header(300, 4, &mut body).unwrap();
+    body.extend_from_slice(b"data");
+    let buf = chunk_stream(&body);
+    let header = buf.len() - body.len();
+    for cut in header..buf.len() {
+        let mut decoder = ChunkDecoder::default();
         let mut reader = &buf[..cut];
-        let expected = if cut == 0 {
+        let expected = if cut == header {
             Ok(None)
         } else {
             Err(WireError::Truncated)
         };
-        assert_eq!(read_chunk(&mut reader).await, expected, "cut {cut}");
+        assert_eq!(read_chunk(&mut decoder, &mut reader), expected, "cut {cut}");
     }
 }
 
-#[tokio::test]
-async fn chunk_limits() {
+#[test]
+fn chunk_limits() {
     // Oversize: refused with no data behind the header.
-    let mut buf = Vec::new();
-    put_varint(&mut buf, 0).unwrap();
-    put_varint(&mut buf, MAX_CHUNK + 1).unwrap();
+    let mut body = Vec::new();
+    put_varint(&mut body, 0).unwrap();
+    put_varint(&mut body, MAX_CHUNK + 1).unwrap();
     assert_eq!(
-        read_chunk(&mut &buf[..]).await,
+        ChunkDecoder::default().decode(&mut &chunk_stream(&body)[..]),
         Err(WireError::ChunkTooLarge(MAX_CHUNK + 1))
     );
     // Exactly the limit is fine.
-    let mut buf = Vec::new();
-    encode_chunk_header(0, MAX_CHUNK, &mut buf).unwrap();
-    buf.resize(buf.len() + MAX_CHUNK as usize, 0x5a);
-    let (offset, data) = read_chunk(&mut &buf[..]).await.unwrap().unwrap();
-    assert_eq!((offset, data.len() as u64), (0, MAX_CHUNK));
+    let mut body = Vec::new();
+    encode_chunk_header(0, MAX_CHUNK, &mut body).unwrap();
+    body.resize(body.len() + MAX_CHUNK as usize, 0x5a);
+    let got = ChunkDecoder::default()
+        .decode(&mut &chunk_stream(&body)[..])
+        .unwrap()
+        .unwrap();
+    assert_eq!((got.offset, got.data.len() as u64), (0, MAX_CHUNK));
     // Ending beyond MAX_VARINT.
-    let mut buf = Vec::new();
-    put_varint(&mut buf, MAX_VARINT).unwrap();
-    put_varint(&mut buf, 1).unwrap();
-    buf.push(0);
+    let mut body = Vec::new();
+    put_varint(&mut body, MAX_VARINT).unwrap();
+    put_varint(&mut body, 1).unwrap();
+    body.push(0);
     assert_eq!(
-        read_chunk(&mut &buf[..]).await,
+        ChunkDecoder::default().decode(&mut &chunk_stream(&body)[..]),
         Err(WireError::OffsetOverflow {
             offset: MAX_VARINT,
             len: 1
@@ -682,7 +703,7 @@ proptest! {
         let mut rest = &bytes[..];
         let decoded = Frame::decode(&mut rest);
         let mut reader = &bytes[..];
-        let read = block_on(read_frame(&mut reader));
+        let read = read_frame(&mut reader);
         if bytes.is_empty() {
             prop_assert_eq!(read, Ok(None));
         } else {
@@ -697,16 +718,32 @@ proptest! {
 
     #[test]
     fn arbitrary_chunk_streams_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        block_on(async {
-            let mut reader = &bytes[..];
-            let mut previous = reader.len();
-            while let Ok(Some((offset, data))) = read_chunk(&mut reader).await {
-                prop_assert!(data.len() as u64 <= MAX_CHUNK);
-                prop_assert!(offset + data.len() as u64 <= MAX_VARINT);
-                prop_assert!(reader.len() < previous, "each chunk consumes input");
-                previous = reader.len();
+        let mut decoder = ChunkDecoder::default();
+        let mut reader = &bytes[..];
+        let mut previous = reader.len();
+        while let Ok(Some(chunk)) = read_chunk(&mut decoder, &mut reader) {
+            prop_assert!(chunk.data.len() as u64 <= MAX_CHUNK);
+            prop_assert!(chunk.offset + chunk.data.len() as u64 <= MAX_VARINT);
+            prop_assert!(reader.len() < previous, "each chunk consumes input");
+            previous = reader.len();
+        }
+    }
+
+    #[test]
+    fn pieces_of_any_size_decode_alike(frame in frame(), cut in 0usize..64) {
+        let bytes = encoded(&frame);
+        let (head, tail) = bytes.split_at(cut.min(bytes.len()));
+        let mut decoder = FrameDecoder::default();
+        let mut head = head;
+        let first = decoder.decode(&mut head);
+        prop_assert!(head.is_empty() || first.as_ref().is_ok_and(Option::is_some));
+        let decoded = match first {
+            Ok(Some(frame)) => frame,
+            other => {
+                prop_assert_eq!(other, Ok(None));
+                decoder.decode(&mut &tail[..]).unwrap().unwrap()
             }
-            Ok(())
-        })?;
+        };
+        prop_assert_eq!(decoded, frame);
     }
 }

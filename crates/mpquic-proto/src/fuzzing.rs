@@ -2,17 +2,14 @@
 //! cargo fuzz sets): crate-private types, thinly wrapped. Nothing here is API; the wrappers
 //! follow the private signatures and change with them.
 
-use std::sync::Arc;
-use std::task::Waker;
 use std::time::Instant;
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, StreamId};
+use mpquic_sched::{PathId, SchedulerKind, StreamId};
 
 use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
-use crate::state::{Side, State};
-use crate::wire::Frame;
-use crate::Config;
+use crate::wire::{Frame, Params};
+use crate::{Connection, Side, TransportConfig};
 
 /// Heap bytes one buffered range costs besides its data (see [`Reassembler::footprint`]).
 pub const RANGE_OVERHEAD: u64 = crate::reassembly::RANGE_OVERHEAD;
@@ -58,15 +55,17 @@ impl Reassembler {
 
 /// A connection's multipath state without paths: the peer's chunks and frames go in as if
 /// they had arrived on a path, the application's calls as if made on its streams, and the
-/// control frames due come out. Local and peer parameters are both `config`'s.
+/// control frames due come out. Local and peer parameters are both `params`.
 #[derive(Debug)]
-pub struct StateDriver(State);
+pub struct StateDriver(Connection);
 
 impl StateDriver {
     /// A fresh connection of `side` (the peer is the other side).
-    pub fn new(side: Side, config: Config, now: Instant) -> Self {
-        let params = State::params(&config);
-        Self(State::new(side, Arc::new(config), params, params, now))
+    pub fn new(side: Side, config: TransportConfig, params: Params, now: Instant) -> Self {
+        let scheduler = SchedulerKind::PriorityBucket.build();
+        Self(Connection::new(
+            side, config, scheduler, params, params, now,
+        ))
     }
 
     /// A chunk of stream `id` arrived on `path`.
@@ -94,7 +93,7 @@ impl StateDriver {
 
     /// The application reads stream `id` (`None`: it would wait).
     pub fn read(&mut self, id: u64, max: usize) -> Option<Result<Option<Bytes>, ReadError>> {
-        self.0.read(id, max, Waker::noop())
+        self.0.read(id, max)
     }
 
     /// The application stops reading stream `id`.
@@ -109,7 +108,7 @@ impl StateDriver {
 
     /// The application writes to stream `id`; `Ok(0)`: the send buffer is full.
     pub fn write(&mut self, id: u64, data: &[u8], now: Instant) -> Result<usize, WriteError> {
-        self.0.write(id, data, Waker::noop(), now)
+        self.0.write(id, data, now)
     }
 
     /// The application finishes stream `id`.
@@ -142,6 +141,6 @@ impl StateDriver {
 
     /// The control frames due at `now`, with the path each must take.
     pub fn drain_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
-        self.0.drain_control(now)
+        self.0.poll_control(now)
     }
 }

@@ -34,11 +34,11 @@
 //! Everything here parses bytes from the network: malformed input is an error, never a panic,
 //! and lengths are checked against their limits before anything is allocated.
 
-use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt};
-
+mod decoder;
 #[cfg(test)]
 mod tests;
+
+pub use decoder::{Chunk, ChunkDecoder, FrameDecoder};
 
 /// The largest value a QUIC varint can carry, 2^62 - 1.
 pub const MAX_VARINT: u64 = (1 << 62) - 1;
@@ -92,19 +92,6 @@ pub enum WireError {
         /// The chunk's length.
         len: u64,
     },
-    /// Reading from the stream failed; the message of the underlying I/O error.
-    #[error("I/O error: {0}")]
-    Io(String),
-}
-
-/// Maps a read error: running out of bytes mid-item is [`WireError::Truncated`], anything else
-/// keeps its message (a `String`, so that `WireError` stays `Clone` and `Eq`).
-fn io_error(err: std::io::Error) -> WireError {
-    if err.kind() == std::io::ErrorKind::UnexpectedEof {
-        WireError::Truncated
-    } else {
-        WireError::Io(err.to_string())
-    }
 }
 
 /// Appends `value` as a QUIC varint in its shortest form. Leaves `buf` unchanged on error.
@@ -153,33 +140,6 @@ pub fn get_varint(buf: &mut &[u8]) -> Result<u64, WireError> {
     let value = assemble(first, bytes.get(1..).unwrap_or_default());
     *buf = rest;
     Ok(value)
-}
-
-/// Reads one byte; `None` on a clean end of stream.
-async fn read_first_byte<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<u8>, WireError> {
-    let mut byte = [0u8; 1];
-    loop {
-        match r.read(&mut byte).await {
-            Ok(0) => return Ok(None),
-            Ok(_) => return Ok(Some(byte[0])),
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(io_error(err)),
-        }
-    }
-}
-
-/// Reads a varint from a stream: `Ok(None)` if the stream ends cleanly before its first byte,
-/// [`WireError::Truncated`] if it ends inside it.
-pub async fn read_varint<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<u64>, WireError> {
-    let Some(first) = read_first_byte(r).await? else {
-        return Ok(None);
-    };
-    let mut rest = [0u8; 7];
-    let rest = rest
-        .get_mut(..encoded_len(first) - 1)
-        .ok_or(WireError::Truncated)?;
-    r.read_exact(rest).await.map_err(io_error)?;
-    Ok(Some(assemble(first, rest)))
 }
 
 /// Takes `N` raw bytes from the front of `buf`.
@@ -600,25 +560,12 @@ impl Frame {
     }
 }
 
-/// Reads one frame from a control stream: `Ok(None)` if the stream ends cleanly between
-/// frames. A declared payload above [`MAX_FRAME_PAYLOAD`] fails before the payload is read.
-pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<Frame>, WireError> {
-    let Some(frame_type) = read_varint(r).await? else {
-        return Ok(None);
-    };
-    let len = read_varint(r).await?.ok_or(WireError::Truncated)?;
-    let mut payload = vec![0u8; payload_len(len)?];
-    r.read_exact(&mut payload).await.map_err(io_error)?;
-    Frame::decode_payload(frame_type, &payload).map(Some)
-}
-
-/// Appends a chunk stream's header, the logical stream id; the reader takes it with
-/// [`read_varint`].
+/// Appends a chunk stream's header, the logical stream id ([`ChunkDecoder`] reads it).
 pub fn encode_chunk_stream_header(stream: u64, buf: &mut Vec<u8>) -> Result<(), WireError> {
     put_varint(buf, stream)
 }
 
-/// Checks a chunk's length and end against the limits [`read_chunk`] enforces.
+/// Checks a chunk's length and end against the limits [`ChunkDecoder`] enforces.
 fn check_chunk(offset: u64, len: u64) -> Result<(), WireError> {
     if len > MAX_CHUNK {
         return Err(WireError::ChunkTooLarge(len));
@@ -630,37 +577,10 @@ fn check_chunk(offset: u64, len: u64) -> Result<(), WireError> {
 }
 
 /// Appends a chunk header; the caller appends the `len` bytes after it. Fails, leaving `buf`
-/// unchanged, on the limits [`read_chunk`] enforces.
+/// unchanged, on the limits [`ChunkDecoder`] enforces.
 pub fn encode_chunk_header(offset: u64, len: u64, buf: &mut Vec<u8>) -> Result<(), WireError> {
     check_chunk(offset, len)?;
     // Both fit: the end is at most MAX_VARINT.
     put_varint(buf, offset)?;
     put_varint(buf, len)
-}
-
-/// Reads one chunk, `(offset, bytes)`, from a chunk stream after its header: `Ok(None)` if the
-/// stream ends cleanly before a chunk. Lengths above [`MAX_CHUNK`] fail before anything is
-/// allocated, memory grows only as the bytes arrive, and the chunk's allocation is its length.
-pub async fn read_chunk<R: AsyncRead + Unpin>(
-    r: &mut R,
-) -> Result<Option<(u64, Bytes)>, WireError> {
-    let Some(offset) = read_varint(r).await? else {
-        return Ok(None);
-    };
-    let len = read_varint(r).await?.ok_or(WireError::Truncated)?;
-    check_chunk(offset, len)?;
-    // A declared length is only a claim: reserve at most 64 KiB (the largest chunk mpquic's own
-    // sender writes, so its chunks never reallocate) and grow with what is actually read.
-    let mut data = Vec::with_capacity(len.min(64 * 1024) as usize);
-    AsyncReadExt::take(&mut *r, len)
-        .read_to_end(&mut data)
-        .await
-        .map_err(io_error)?;
-    if (data.len() as u64) < len {
-        return Err(WireError::Truncated);
-    }
-    // Growing may have doubled the allocation past the length (1 MiB into 2 MiB); the
-    // receiver keeps the chunk as it is, so give the slack back.
-    data.shrink_to_fit();
-    Ok(Some((offset, Bytes::from(data))))
 }

@@ -1,35 +1,33 @@
-//! The multipath layer's state machine: streams, flow control, data acks and re-injection.
+//! One multipath connection as a state machine: streams, flow control, data acks, control
+//! frames, re-injection, failure detection and the scheduler's calls.
 //!
-//! Everything here is synchronous and runs under the connection's one lock; the async tasks in
-//! [`connection`](crate::connection) do the I/O and call in. Peer input arrives through
-//! [`State::on_chunk`] and [`State::on_frame`]; anything malformed becomes a [`ProtocolError`].
+//! Every input takes `now`; nothing here reads a clock or does I/O. The peer's bytes arrive
+//! through [`Connection::on_chunk`] and [`Connection::on_frame`] (anything malformed becomes a
+//! [`ProtocolError`]), the application's calls through the stream methods, and the driver
+//! asks what to send on each path ([`Connection::poll_path`]), which control frames are due
+//! ([`Connection::poll_control`]), when to come back ([`Connection::poll_timeout`]) and what
+//! else to do ([`Connection::poll_action`]).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::Waker;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, PathSnapshot, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
-use tokio::sync::{broadcast, Notify};
+use mpquic_sched::{PathId, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
 
-use crate::config::Config;
-use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
+use crate::error::{codes, ConnectionError, ProtocolError, ReadError, WriteError};
+use crate::path::{Path, PathCounters, PathEvent, PathTelemetry};
 use crate::pending_acks::PendingAcks;
-use crate::reassembly::{Reassembler, ReassemblyError};
+use crate::reassembly::ReassemblyError;
 use crate::receive_window::ReceiveWindow;
+use crate::recv::RecvState;
+use crate::send::{ChunkWork, SendState, StreamCounters};
 use crate::send_buffer::{RangeSet, SendBuffer};
-use crate::telemetry::Telemetry;
 use crate::wire::{Frame, Params, MAX_VARINT};
-use crate::{PathEvent, PathStats};
 
 /// Largest grant asked of the scheduler at once, so that decisions stay close to the wire.
-pub(crate) const MAX_GRANT: u64 = 64 * 1024;
-
-/// How many closed paths [`Connection::paths`](crate::Connection::paths) still lists.
-pub const CLOSED_PATHS_KEPT: usize = 16;
+const MAX_GRANT: u64 = 64 * 1024;
 
 /// Which end of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,314 +62,136 @@ pub(crate) fn stream_id(side: Side, kind_index: usize, seq: u64) -> u64 {
     (seq << 2) | ((kind_index as u64) << 1) | u64::from(side == Side::Server)
 }
 
-/// Bytes a stream sent on each path (shared with its [`SendStream`](crate::SendStream) so they
-/// outlive the stream's state).
-#[derive(Debug, Default)]
-pub(crate) struct StreamCounters {
-    per_path: Mutex<BTreeMap<PathId, u64>>,
-    resent: AtomicU64,
-    /// The peer's stop-sending code, kept here because the stream's state may be gone by the
-    /// time the application writes again.
-    stopped: Mutex<Option<u64>>,
-}
-
-impl StreamCounters {
-    fn add(&self, path: PathId, bytes: u64) {
-        let mut map = self.per_path.lock().unwrap_or_else(|e| e.into_inner());
-        *map.entry(path).or_default() += bytes;
-    }
-
-    pub(crate) fn per_path(&self) -> BTreeMap<PathId, u64> {
-        self.per_path
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    pub(crate) fn resent(&self) -> u64 {
-        self.resent.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn stopped(&self) -> Option<u64> {
-        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct SendState {
-    buf: SendBuffer,
-    /// Everything below is acknowledged by the receiver.
-    acked: u64,
-    /// The first byte never granted.
-    next_fresh: u64,
-    /// Bytes handed to the scheduler (within flow control); `next_fresh <= released`.
-    released: u64,
-    resend: RangeSet,
-    /// Granted and not yet acknowledged: start offset -> (end, path).
-    in_flight: BTreeMap<u64, (u64, PathId)>,
-    max_stream_data: u64,
-    fin: Option<u64>,
-    reset: Option<u64>,
-    stopped: Option<u64>,
-    meta: StreamMeta,
-    arrival: u32,
-    writer: Option<Waker>,
-    pub(crate) counters: Arc<StreamCounters>,
-}
-
-impl SendState {
-    fn new(id: u64, max_stream_data: u64, arrival: u32) -> Self {
-        Self {
-            buf: SendBuffer::default(),
-            acked: 0,
-            next_fresh: 0,
-            released: 0,
-            resend: RangeSet::default(),
-            in_flight: BTreeMap::new(),
-            max_stream_data,
-            fin: None,
-            reset: None,
-            stopped: None,
-            meta: StreamMeta::new(StreamId(id)),
-            arrival,
-            writer: None,
-            counters: Arc::default(),
-        }
-    }
-
-    /// Nothing is left to grant: the per-path quinn streams can be finished.
-    fn all_granted(&self) -> bool {
-        self.fin == Some(self.next_fresh) && self.resend.is_empty()
-    }
-
-    fn wake(&mut self) {
-        if let Some(w) = self.writer.take() {
-            w.wake();
-        }
-    }
-
-    /// quinn priority of this stream's per-path streams: urgency bucket first, then arrival
-    /// order (earlier first) unless incremental, where quinn's fairness round-robins.
-    fn quinn_priority(&self) -> i32 {
-        let bucket = i32::from(Urgency::LOWEST.get() - self.meta.urgency.get());
-        if self.meta.incremental {
-            bucket << 20
-        } else {
-            (bucket << 20) | (0xFFFFF - (self.arrival & 0xFFFFF) as i32)
-        }
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct RecvState {
-    reasm: Reassembler,
-    /// The window end advertised to the peer.
-    max_stream_data: u64,
-    final_size: Option<u64>,
-    /// Highest end offset counted against the connection window.
-    counted_end: u64,
-    /// The offset up to which this stream's counted bytes were given back to the connection
-    /// window: the read offset, or `counted_end` once the bytes are discarded.
-    credited: u64,
-    reset: Option<u64>,
-    stopped: bool,
-    /// The last data ack queued (offset, fin).
-    acked: (u64, bool),
-    reader: Option<Waker>,
-}
-
-impl RecvState {
-    fn new(window: u64) -> Self {
-        Self {
-            reasm: Reassembler::new(),
-            max_stream_data: window,
-            final_size: None,
-            counted_end: 0,
-            credited: 0,
-            reset: None,
-            stopped: false,
-            acked: (0, false),
-            reader: None,
-        }
-    }
-
-    fn wake(&mut self) {
-        if let Some(w) = self.reader.take() {
-            w.wake();
-        }
-    }
-
-    fn complete(&self) -> bool {
-        self.final_size == Some(self.reasm.contiguous_end())
-    }
-
-    /// Drops the buffered bytes, which nobody will read, and gives the credit and the memory
-    /// they held back to the connection window.
-    fn discard(&mut self, window: &mut ReceiveWindow) {
-        window.free(self.reasm.footprint());
-        self.reasm = Reassembler::new();
-        window.consume(self.counted_end - self.credited);
-        self.credited = self.counted_end;
-    }
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct Stream {
     pub(crate) send: Option<SendState>,
     pub(crate) recv: Option<RecvState>,
 }
 
-/// One path as the connection sees it.
-#[derive(Debug)]
-pub(crate) struct PathEntry {
-    pub(crate) conn: quinn::Connection,
-    pub(crate) telemetry: Arc<Telemetry>,
-    pub(crate) status: PathStatus,
-    pub(crate) local: SocketAddr,
-    pub(crate) remote: SocketAddr,
-    pub(crate) control: Arc<tokio::sync::Mutex<quinn::SendStream>>,
-    /// Wakes the path's sender: data was queued or something changed.
-    pub(crate) wake: Arc<Notify>,
-    /// Logical streams whose per-path quinn streams are done: `true` to reset them (the
-    /// stream was reset), `false` to finish them (nothing more will be sent).
-    pub(crate) retire: Vec<(u64, bool)>,
-    pub(crate) bytes_sent: u64,
-    pub(crate) bytes_received: u64,
-    pub(crate) last_estimate_event: Option<Instant>,
-    pub(crate) generation: u64,
-    /// The sender last found window room and nothing to send: a change of the scheduler's
-    /// plans on another path (PriorityBucket re-allocating) must wake it.
-    pub(crate) idle_with_room: bool,
-    /// The sender waits in a quinn write: quinn's buffer for this path is full, so the path
-    /// has no room whatever its congestion window says (bytes waiting in quinn's buffer are
-    /// not yet in flight).
-    pub(crate) writer_blocked: bool,
-    /// The datagram bytes received on this path last reported to the peer.
-    pub(crate) reported_received: u64,
-}
-
-impl PathEntry {
-    /// The path's numbers for [`Connection::paths`](crate::Connection::paths).
-    pub(crate) fn stats(&self, id: PathId) -> PathStats {
-        let snapshot = self.telemetry.snapshot(id, self.status);
-        let t = self.telemetry.lock();
-        PathStats {
-            id,
-            local: self.local,
-            remote: self.remote,
-            status: self.status,
-            srtt: snapshot.srtt,
-            min_rtt: snapshot.min_rtt,
-            one_way_delay: snapshot.one_way_delay,
-            bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
-            cwnd: snapshot.cwnd,
-            bytes_in_flight: snapshot.bytes_in_flight,
-            bytes_sent: self.bytes_sent,
-            bytes_received: self.bytes_received,
-            lost_bytes: t.lost_bytes,
-            congestion_events: t.congestion_events,
-        }
-    }
-
-    /// What the scheduler sees of this path.
-    pub(crate) fn snapshot(&self, id: PathId) -> PathSnapshot {
-        let mut snapshot = self.telemetry.snapshot(id, self.status);
-        if self.writer_blocked {
-            snapshot.bytes_in_flight = snapshot.bytes_in_flight.max(snapshot.cwnd);
-        }
-        snapshot
-    }
-}
-
-/// The chunks one grant turned into.
-#[derive(Debug)]
-pub(crate) struct ChunkWork {
-    pub(crate) stream: u64,
-    pub(crate) priority: i32,
-    pub(crate) pieces: Vec<(u64, Vec<Bytes>)>,
-    /// No more bytes of this stream will be granted unless a path fails.
-    pub(crate) all_granted: bool,
-}
-
-impl ChunkWork {
-    /// Appends a later grant of the same stream, joining byte-contiguous pieces.
-    fn merge(&mut self, later: ChunkWork) {
-        for (offset, parts) in later.pieces {
-            match self.pieces.last_mut() {
-                Some((start, prev))
-                    if *start + prev.iter().map(|p| p.len() as u64).sum::<u64>() == offset =>
-                {
-                    prev.extend(parts)
-                }
-                _ => self.pieces.push((offset, parts)),
-            }
-        }
-        self.priority = later.priority;
-        self.all_granted = later.all_granted;
-    }
-}
-
 /// What a path's sender does next.
 #[derive(Debug)]
-pub(crate) enum Step {
+pub enum Step {
+    /// The path is gone or the connection is over: the sender ends.
     Stop,
+    /// Write these chunks, in order.
     Send(Vec<ChunkWork>),
+    /// Nothing to send now: ask again when woken ([`Action::WakePath`]) or at the deadline.
     Wait(Option<Instant>),
 }
 
+/// Something the driver must do, from [`Connection::poll_action`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Tell the application.
+    Event(PathEvent),
+    /// The path is gone: the driver drops its transport (closing it if it is still open)
+    /// and tells the application ([`PathEvent::Down`]).
+    PathDown {
+        /// The path.
+        path: PathId,
+        /// Why.
+        reason: String,
+        /// Its last counters.
+        counters: PathCounters,
+    },
+    /// The path's sender may have something to do: call [`Connection::poll_path`].
+    WakePath(PathId),
+    /// The application waiting to read this stream may go on.
+    WakeReader(u64),
+    /// The application waiting to write this stream may go on.
+    WakeWriter(u64),
+    /// Close the path's transport with this code (the core already counts it down).
+    ClosePath {
+        /// The path.
+        path: PathId,
+        /// One of [`codes`].
+        code: u64,
+        /// Why, for the peer.
+        reason: &'static str,
+    },
+    /// The peer received `received` UDP payload bytes on `path` so far
+    /// ([`Frame::PathReceived`]): acknowledgements the path's own may not have brought yet.
+    DeliveryReport {
+        /// The path.
+        path: PathId,
+        /// The peer's count.
+        received: u64,
+    },
+}
+
+/// The settings of a connection's core (the driver's configuration, validated there).
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// Bytes a stream's send buffer holds before writes wait.
+    pub send_buffer: u64,
+    /// How long a session without open streams lives without activity.
+    pub idle_timeout: Duration,
+    /// Whether the receiver reports, on the control path, what each other path received.
+    pub delivery_reports: bool,
+    /// Whether the peer's delivery reports go to the path's congestion control.
+    pub delivery_credit: bool,
+    /// A path is declared failed when data waits this many smoothed RTTs for an ack...
+    pub path_failure_rtts: u32,
+    /// ...and at least this long.
+    pub path_failure_floor: Duration,
+}
+
+/// A path the connection does not have up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no path {} is up", .0.0)]
+pub struct UnknownPath(pub PathId);
+
+/// One multipath connection, without I/O.
 #[derive(Debug)]
-pub(crate) struct State {
-    pub(crate) side: Side,
-    pub(crate) config: Arc<Config>,
-    pub(crate) scheduler: Box<dyn Scheduler>,
-    pub(crate) local_params: Params,
-    pub(crate) peer_params: Params,
-    /// The paths that are up; a path that goes down leaves, with its tasks and its quinn
-    /// connection, and its last numbers go to `closed_paths`.
-    pub(crate) paths: BTreeMap<PathId, PathEntry>,
-    /// The last numbers of the most recently closed paths, oldest first, at most
-    /// [`CLOSED_PATHS_KEPT`].
-    pub(crate) closed_paths: VecDeque<PathStats>,
-    pub(crate) streams: BTreeMap<u64, Stream>,
+pub struct Connection {
+    side: Side,
+    config: TransportConfig,
+    scheduler: Box<dyn Scheduler>,
+    local_params: Params,
+    /// The paths that are up; a path that goes down leaves at once.
+    paths: BTreeMap<PathId, Path>,
+    streams: BTreeMap<u64, Stream>,
     next_local_seq: [u64; 2],
     peer_max_streams: [u64; 2],
     remote_next_seq: [u64; 2],
     local_max_streams: [u64; 2],
-    pub(crate) incoming: [VecDeque<u64>; 2],
+    incoming: [VecDeque<u64>; 2],
     send_max_data: u64,
+    peer_max_stream_data: u64,
     released_total: u64,
     receive_window: ReceiveWindow,
     /// Frames to send, with the path they must go on if any.
-    pub(crate) control: VecDeque<(Option<PathId>, Frame)>,
+    control: VecDeque<(Option<PathId>, Frame)>,
     pending_acks: PendingAcks,
     pending_max_stream_data: BTreeMap<u64, u64>,
     max_streams_dirty: [bool; 2],
     arrivals: u32,
-    pub(crate) error: Option<ConnectionError>,
+    error: Option<ConnectionError>,
     /// When the peer or the application last did something with the session (see
-    /// [`State::idle_deadline`]).
+    /// [`Connection::idle_deadline`]).
     last_activity: Instant,
-    pub(crate) events: broadcast::Sender<PathEvent>,
+    actions: VecDeque<Action>,
+    paths_to_wake: BTreeSet<PathId>,
     /// The server's next path id.
-    pub(crate) next_path_id: u32,
+    next_path_id: u32,
 }
 
-impl State {
-    pub(crate) fn new(
+impl Connection {
+    /// A connection of `side` with these limits of its own (`local`) and of the peer's
+    /// (`peer`), scheduling with `scheduler`.
+    pub fn new(
         side: Side,
-        config: Arc<Config>,
+        config: TransportConfig,
+        scheduler: Box<dyn Scheduler>,
         local: Params,
         peer: Params,
         now: Instant,
     ) -> Self {
-        let scheduler = (config.scheduler)();
         Self {
             side,
             scheduler,
             local_params: local,
-            peer_params: peer,
             paths: BTreeMap::new(),
-            closed_paths: VecDeque::new(),
             streams: BTreeMap::new(),
             next_local_seq: [0; 2],
             peer_max_streams: [peer.max_bidi_streams, peer.max_uni_streams],
@@ -379,6 +199,7 @@ impl State {
             local_max_streams: [local.max_bidi_streams, local.max_uni_streams],
             incoming: [VecDeque::new(), VecDeque::new()],
             send_max_data: peer.max_data,
+            peer_max_stream_data: peer.max_stream_data,
             released_total: 0,
             receive_window: ReceiveWindow::new(local.max_data),
             control: VecDeque::new(),
@@ -388,37 +209,94 @@ impl State {
             arrivals: 0,
             error: None,
             last_activity: now,
-            events: broadcast::channel(256).0,
+            actions: VecDeque::new(),
+            paths_to_wake: BTreeSet::new(),
             next_path_id: 0,
             config,
         }
     }
 
-    pub(crate) fn params(config: &Config) -> Params {
-        Params {
-            max_data: config.receive_window,
-            max_stream_data: config.stream_receive_window,
-            max_bidi_streams: config.max_concurrent_bidi_streams,
-            max_uni_streams: config.max_concurrent_uni_streams,
-        }
+    /// Client or server.
+    pub fn side(&self) -> Side {
+        self.side
     }
 
-    fn wake_paths(&self) {
-        for path in self.paths.values() {
-            path.wake.notify_one();
+    /// The scheduler's name.
+    pub fn scheduler_name(&self) -> &str {
+        self.scheduler.name()
+    }
+
+    /// Why the connection is over, if it is.
+    pub fn error(&self) -> Option<&ConnectionError> {
+        self.error.as_ref()
+    }
+
+    /// The ids of the paths that are up.
+    pub fn path_ids(&self) -> impl Iterator<Item = PathId> + '_ {
+        self.paths.keys().copied()
+    }
+
+    /// A path's status and counters, if it is up.
+    pub fn path(&self, path: PathId) -> Option<(PathStatus, PathCounters)> {
+        self.paths.get(&path).map(|p| (p.status, p.counters))
+    }
+
+    /// How many paths are up.
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// A new path id, for the server to hand to a joining path (the first is 0).
+    pub fn next_path_id(&mut self) -> PathId {
+        let id = PathId(self.next_path_id);
+        self.next_path_id = self.next_path_id.wrapping_add(1);
+        id
+    }
+
+    /// The next thing the driver must do, if any.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        if let Some(action) = self.actions.pop_front() {
+            return Some(action);
         }
+        self.paths_to_wake.pop_first().map(Action::WakePath)
+    }
+
+    /// Adds a path that is up; the scheduler learns of it and the application gets
+    /// [`PathEvent::Up`]. Refused once the connection is over.
+    pub fn add_path(
+        &mut self,
+        id: PathId,
+        telemetry: Box<dyn PathTelemetry>,
+        status: PathStatus,
+        now: Instant,
+    ) -> Result<(), ConnectionError> {
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
+        let path = Path::new(telemetry, status);
+        let snapshot = path.snapshot(id);
+        self.paths.insert(id, path);
+        // A scheduler may refuse a path it cannot use; the path still carries control frames.
+        let _ = self.scheduler.on_path_added(now, &snapshot);
+        self.actions
+            .push_back(Action::Event(PathEvent::Up { path: id }));
+        self.paths_to_wake.insert(id);
+        Ok(())
+    }
+
+    fn wake_paths(&mut self) {
+        self.paths_to_wake.extend(self.paths.keys().copied());
     }
 
     /// The up path with the lowest one-way delay towards the peer: where acks and other
     /// control frames go ([SEC]'s uplink choice).
-    pub(crate) fn control_path(&self) -> Option<PathId> {
+    pub fn control_path(&self) -> Option<PathId> {
         self.paths
             .iter()
             .min_by_key(|(_, p)| {
-                let t = p.telemetry.lock();
                 (
                     p.status != PathStatus::Available,
-                    t.one_way.estimate(&t.rtt),
+                    p.telemetry.one_way_delay(),
                 )
             })
             .map(|(id, _)| *id)
@@ -427,7 +305,7 @@ impl State {
     /// When the session ends for idleness: its idle timeout after the last stream data, frame
     /// or stream operation, once no stream is open. quinn's keep-alives hold a path open
     /// however long nothing happens on it, so the session keeps its own clock.
-    pub(crate) fn idle_deadline(&self) -> Option<Instant> {
+    fn idle_deadline(&self) -> Option<Instant> {
         self.streams
             .is_empty()
             .then(|| self.last_activity + self.config.idle_timeout)
@@ -436,7 +314,7 @@ impl State {
     // ---- streams opened and accepted here ----
 
     /// Opens a local stream if the peer's limit allows.
-    pub(crate) fn open(&mut self, uni: bool, now: Instant) -> Option<u64> {
+    pub fn open(&mut self, uni: bool, now: Instant) -> Option<u64> {
         let k = if uni { UNI } else { BIDI };
         if self.next_local_seq[k] >= self.peer_max_streams[k] {
             return None;
@@ -454,7 +332,7 @@ impl State {
 
     fn new_send(&mut self, id: u64, now: Instant) -> SendState {
         self.arrivals = self.arrivals.wrapping_add(1);
-        let send = SendState::new(id, self.peer_params.max_stream_data, self.arrivals);
+        let send = SendState::new(id, self.peer_max_stream_data, self.arrivals);
         // Opening can only fail for a duplicate id, which the id counters rule out.
         let _ = self.scheduler.on_stream_opened(now, &send.meta);
         send
@@ -505,7 +383,8 @@ impl State {
         Ok(self.streams.contains_key(&id))
     }
 
-    pub(crate) fn accept(&mut self, uni: bool) -> Option<u64> {
+    /// The next stream of a kind the peer opened, if any.
+    pub fn accept(&mut self, uni: bool) -> Option<u64> {
         self.incoming[if uni { UNI } else { BIDI }].pop_front()
     }
 
@@ -527,7 +406,8 @@ impl State {
 
     // ---- the sending half ----
 
-    pub(crate) fn send_counters(&self, id: u64) -> Option<Arc<StreamCounters>> {
+    /// The counters of a stream this side sends on.
+    pub fn send_counters(&self, id: u64) -> Option<Arc<StreamCounters>> {
         Some(self.streams.get(&id)?.send.as_ref()?.counters.clone())
     }
 
@@ -535,15 +415,9 @@ impl State {
         Err(self.error.clone().unwrap_or(ConnectionError::LocallyClosed))
     }
 
-    /// Copies as much of `data` as the stream's send buffer takes; `Ok(0)` with a stored waker
-    /// means "full, try again when woken".
-    pub(crate) fn write(
-        &mut self,
-        id: u64,
-        data: &[u8],
-        waker: &Waker,
-        now: Instant,
-    ) -> Result<usize, WriteError> {
+    /// Copies as much of `data` as the stream's send buffer takes; `Ok(0)` means "full, try
+    /// again after [`Action::WakeWriter`]".
+    pub fn write(&mut self, id: u64, data: &[u8], now: Instant) -> Result<usize, WriteError> {
         if self.error.is_some() {
             return Ok(self.conn_error()?);
         }
@@ -561,7 +435,7 @@ impl State {
         }
         let space = limit.saturating_sub(send.buf.len());
         if space == 0 {
-            send.writer = Some(waker.clone());
+            send.writer_waiting = true;
             return Ok(0);
         }
         let n = (space as usize).min(data.len());
@@ -598,7 +472,8 @@ impl State {
         }
     }
 
-    pub(crate) fn finish(&mut self, id: u64, now: Instant) -> Result<(), WriteError> {
+    /// No more bytes will be written on the stream.
+    pub fn finish(&mut self, id: u64, now: Instant) -> Result<(), WriteError> {
         let send = self
             .streams
             .get_mut(&id)
@@ -625,7 +500,8 @@ impl State {
         Ok(())
     }
 
-    pub(crate) fn reset(&mut self, id: u64, code: u64, now: Instant) -> Result<(), WriteError> {
+    /// Abandons the stream's sending with `code`.
+    pub fn reset(&mut self, id: u64, code: u64, now: Instant) -> Result<(), WriteError> {
         if code > MAX_VARINT {
             return Err(WriteError::InvalidCode(code));
         }
@@ -650,7 +526,9 @@ impl State {
         send.buf = SendBuffer::default();
         send.resend = RangeSet::default();
         send.in_flight.clear();
-        send.wake();
+        if send.wake() {
+            self.actions.push_back(Action::WakeWriter(id));
+        }
         // A fin already announced a final size, which the receiver may hold: the reset must
         // repeat it (RFC 9000 section 4.5), though part of it was never sent. The receiver counts
         // it all against the connection's data limit, so this end does too.
@@ -670,16 +548,16 @@ impl State {
         self.retire(id, true);
     }
 
-    /// Tells every path's sender that the stream's quinn streams are done.
+    /// Tells every path's sender that the stream's transport streams are done.
     fn retire(&mut self, id: u64, reset: bool) {
         for path in self.paths.values_mut() {
             path.retire.push((id, reset));
-            path.wake.notify_one();
         }
+        self.wake_paths();
     }
 
     /// Sets a sending stream's RFC 9218 urgency (0 to 7) and incremental flag.
-    pub(crate) fn set_urgency(
+    pub fn set_urgency(
         &mut self,
         id: u64,
         urgency: u8,
@@ -698,12 +576,7 @@ impl State {
     }
 
     /// Tells the scheduler a sending stream's total size.
-    pub(crate) fn set_size_hint(
-        &mut self,
-        id: u64,
-        bytes: u64,
-        now: Instant,
-    ) -> Result<(), WriteError> {
+    pub fn set_size_hint(&mut self, id: u64, bytes: u64, now: Instant) -> Result<(), WriteError> {
         self.set_meta(id, |meta| meta.size = Some(bytes), now)
     }
 
@@ -726,12 +599,7 @@ impl State {
     }
 
     /// Turns a grant into chunks: re-sends first, then new bytes.
-    pub(crate) fn take_grant(
-        &mut self,
-        path: PathId,
-        stream: StreamId,
-        bytes: u64,
-    ) -> Option<ChunkWork> {
+    fn take_grant(&mut self, path: PathId, stream: StreamId, bytes: u64) -> Option<ChunkWork> {
         let send = self.streams.get_mut(&stream.0)?.send.as_mut()?;
         if send.reset.is_some() {
             return None;
@@ -772,7 +640,7 @@ impl State {
             all_granted: send.all_granted(),
         };
         if let Some(entry) = self.paths.get_mut(&path) {
-            entry.bytes_sent += sent;
+            entry.counters.bytes_sent = entry.counters.bytes_sent.saturating_add(sent);
         }
         Some(work)
     }
@@ -822,7 +690,9 @@ impl State {
                     break;
                 }
             }
-            send.wake();
+            if send.wake() {
+                self.actions.push_back(Action::WakeWriter(id));
+            }
         }
         if fin && send.fin == Some(offset) {
             stream.send = None;
@@ -835,8 +705,8 @@ impl State {
 
     // ---- the receiving half ----
 
-    /// A chunk arrived on `path`.
-    pub(crate) fn on_chunk(
+    /// A chunk of stream `id` arrived on `path`.
+    pub fn on_chunk(
         &mut self,
         path: PathId,
         id: u64,
@@ -847,7 +717,7 @@ impl State {
         let len = data.len() as u64;
         self.last_activity = now;
         if let Some(entry) = self.paths.get_mut(&path) {
-            entry.bytes_received = entry.bytes_received.saturating_add(len);
+            entry.counters.bytes_received = entry.counters.bytes_received.saturating_add(len);
         }
         if self.config.delivery_reports && self.paths.len() > 1 {
             self.pending_acks.note_arrival(now);
@@ -910,7 +780,9 @@ impl State {
         }
         self.receive_window.track_footprint(id, before, footprint)?;
         Self::queue_ack(&mut self.pending_acks, id, recv, now);
-        recv.wake();
+        if recv.wake() {
+            self.actions.push_back(Action::WakeReader(id));
+        }
         Ok(())
     }
 
@@ -924,13 +796,8 @@ impl State {
     }
 
     /// The next bytes of a stream for the application: `Ok(Some)` data, `Ok(None)` end of
-    /// stream, `Err` reset or closed; `None` outer means "wait" (the waker is stored).
-    pub(crate) fn read(
-        &mut self,
-        id: u64,
-        max: usize,
-        waker: &Waker,
-    ) -> Option<Result<Option<Bytes>, ReadError>> {
+    /// stream, `Err` reset or closed; `None` outer means "wait for [`Action::WakeReader`]".
+    pub fn read(&mut self, id: u64, max: usize) -> Option<Result<Option<Bytes>, ReadError>> {
         let Some(recv) = self
             .streams
             .get_mut(&id)
@@ -970,7 +837,7 @@ impl State {
         if let Some(e) = &self.error {
             return Some(Err(ReadError::ConnectionLost(e.clone())));
         }
-        recv.reader = Some(waker.clone());
+        recv.reader_waiting = true;
         None
     }
 
@@ -985,7 +852,7 @@ impl State {
     }
 
     /// The application will not read this stream any more.
-    pub(crate) fn stop(&mut self, id: u64, code: u64) -> Result<(), ReadError> {
+    pub fn stop(&mut self, id: u64, code: u64) -> Result<(), ReadError> {
         if code > MAX_VARINT {
             return Err(ReadError::InvalidCode(code));
         }
@@ -1010,7 +877,8 @@ impl State {
 
     // ---- frames ----
 
-    pub(crate) fn on_frame(
+    /// A control frame arrived on `path`.
+    pub fn on_frame(
         &mut self,
         path: PathId,
         frame: Frame,
@@ -1067,7 +935,9 @@ impl State {
                 }
                 recv.final_size = Some(final_size);
                 Self::queue_ack(&mut self.pending_acks, id, recv, now);
-                recv.wake();
+                if recv.wake() {
+                    self.actions.push_back(Action::WakeReader(id));
+                }
             }
             Frame::ResetStream {
                 stream: id,
@@ -1104,21 +974,12 @@ impl State {
             }
             Frame::PathReceived { path, bytes } => {
                 // A path already gone, or one this end does not know, has nothing to credit.
-                let entry = self.paths.get(&PathId(path));
-                if let Some(entry) = entry.filter(|_| self.config.delivery_credit()) {
-                    let stats = entry.conn.stats();
-                    entry.telemetry.on_delivery_report(
-                        stats.udp_tx.bytes,
-                        bytes,
-                        stats.path.lost_bytes,
-                    );
-                    // quinn may be waiting for its own acks with a full buffer, where the
-                    // path's sender cannot reach it: setting the send window wakes it to send
-                    // into the credited window.
-                    let cwnd = entry.telemetry.lock().cwnd;
-                    entry
-                        .conn
-                        .set_send_window(crate::connection::send_window_target(cwnd));
+                let path = PathId(path);
+                if self.config.delivery_credit && self.paths.contains_key(&path) {
+                    self.actions.push_back(Action::DeliveryReport {
+                        path,
+                        received: bytes,
+                    });
                 }
             }
             Frame::NewSession { .. }
@@ -1163,7 +1024,9 @@ impl State {
         recv.counted_end = final_size;
         recv.final_size = Some(final_size);
         recv.reset = Some(code);
-        recv.wake();
+        if recv.wake() {
+            self.actions.push_back(Action::WakeReader(id));
+        }
         let stopped = recv.stopped;
         recv.discard(&mut self.receive_window);
         // Tell the sender its reset arrived, so it can forget the stream.
@@ -1174,7 +1037,7 @@ impl State {
         Ok(())
     }
 
-    pub(crate) fn apply_path_status(&mut self, path: PathId, status: PathStatus, now: Instant) {
+    fn apply_path_status(&mut self, path: PathId, status: PathStatus, now: Instant) {
         let Some(entry) = self.paths.get_mut(&path) else {
             return;
         };
@@ -1184,13 +1047,15 @@ impl State {
         entry.status = status;
         let snapshot = entry.snapshot(path);
         let _ = self.scheduler.on_path_updated(now, &snapshot);
-        let _ = self.events.send(PathEvent::Status { path, status });
+        self.actions
+            .push_back(Action::Event(PathEvent::Status { path, status }));
         self.wake_paths();
     }
 
-    /// Frames due to go out at `now`, with the path each must take (`None`: the control path).
-    /// Held data acks go along with any other frame (see [`PendingAcks`]).
-    pub(crate) fn drain_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
+    /// Frames due to go out at `now`, with the path each must take (`None`: the control path,
+    /// [`Connection::control_path`]). Held data acks go along with any other frame (see
+    /// [`PendingAcks`]).
+    pub fn poll_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
         let acks_now = self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now);
         let mut out: Vec<_> = self.control.drain(..).collect();
         let (acks, arrivals) = if acks_now {
@@ -1243,7 +1108,7 @@ impl State {
             if Some(*id) == control {
                 continue;
             }
-            let received = entry.conn.stats().udp_rx.bytes;
+            let received = entry.telemetry.datagram_bytes_received();
             if received != entry.reported_received {
                 entry.reported_received = received;
                 out.push((
@@ -1259,18 +1124,13 @@ impl State {
     }
 
     /// Whether frames are due to go out at `now`.
-    pub(crate) fn has_control(&self, now: Instant) -> bool {
+    pub fn has_control(&self, now: Instant) -> bool {
         self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now)
     }
 
-    /// When held data acks fall due, if any are held.
-    pub(crate) fn control_deadline(&self) -> Option<Instant> {
-        self.pending_acks.due()
-    }
-
-    /// Whether the control task should look again: frames are due, or acks started to be
-    /// held and it must set its timer.
-    pub(crate) fn control_wanted(&mut self, now: Instant) -> bool {
+    /// Whether the driver should look at the control frames again: frames are due, or acks
+    /// started to be held and [`Connection::poll_timeout`] moved.
+    pub fn control_wanted(&mut self, now: Instant) -> bool {
         let fresh = self.pending_acks.announce();
         fresh || self.has_control(now)
     }
@@ -1285,25 +1145,39 @@ impl State {
 
     // ---- paths ----
 
-    /// A path is gone: re-send what it carried and was not acknowledged on the others, and
-    /// repeat the control state it may have lost.
-    pub(crate) fn on_path_down(&mut self, path: PathId, reason: String, now: Instant) {
-        let Some(mut entry) = self.paths.remove(&path) else {
+    /// Sets a path available or backup here, and tells the peer on that path.
+    pub fn set_path_status(
+        &mut self,
+        path: PathId,
+        status: PathStatus,
+        now: Instant,
+    ) -> Result<(), UnknownPath> {
+        if status == PathStatus::Down || !self.paths.contains_key(&path) {
+            return Err(UnknownPath(path));
+        }
+        self.apply_path_status(path, status, now);
+        self.control.push_back((
+            Some(path),
+            Frame::PathStatus {
+                backup: status == PathStatus::Backup,
+            },
+        ));
+        Ok(())
+    }
+
+    /// A path is gone (its transport closed, or the driver closed it): re-send what it
+    /// carried and was not acknowledged on the others, and repeat the control state it may
+    /// have lost ([`Action::PathDown`] follows).
+    pub fn on_path_down(&mut self, path: PathId, reason: String, now: Instant) {
+        let Some(entry) = self.paths.remove(&path) else {
             return;
         };
-        // Its sender may be asleep: wake it to find the path gone and end.
-        entry.wake.notify_one();
-        entry.status = PathStatus::Down;
-        if self.closed_paths.len() == CLOSED_PATHS_KEPT {
-            self.closed_paths.pop_front();
-        }
-        self.closed_paths.push_back(entry.stats(path));
         self.scheduler.on_path_removed(now, path);
-        let _ = self.events.send(PathEvent::Down {
+        self.actions.push_back(Action::PathDown {
             path,
-            reason: reason.clone(),
+            reason,
+            counters: entry.counters,
         });
-        tracing::info!(path = path.0, %reason, "path down");
         let ids: Vec<u64> = self.streams.keys().copied().collect();
         for id in ids {
             let Some(stream) = self.streams.get_mut(&id) else {
@@ -1373,26 +1247,28 @@ impl State {
         }
     }
 
-    /// Ends the connection: every waiting reader and writer learns `error`.
-    pub(crate) fn fail(&mut self, error: ConnectionError) {
+    /// Ends the connection (unless it is over already): every waiting reader and writer
+    /// learns `error`, and every path's sender stops.
+    pub fn fail(&mut self, error: ConnectionError) {
         if self.error.is_some() {
             return;
         }
         self.error = Some(error);
-        for stream in self.streams.values_mut() {
-            if let Some(s) = stream.send.as_mut() {
-                s.wake();
+        for (id, stream) in &mut self.streams {
+            if stream.send.as_mut().is_some_and(SendState::wake) {
+                self.actions.push_back(Action::WakeWriter(*id));
             }
-            if let Some(r) = stream.recv.as_mut() {
-                r.wake();
+            if stream.recv.as_mut().is_some_and(RecvState::wake) {
+                self.actions.push_back(Action::WakeReader(*id));
             }
         }
         self.wake_paths();
     }
 
-    /// The path's sender started or stopped waiting in a quinn write: tell the scheduler, and
-    /// when the path fills, wake the others (a lowest-RTT-first scheduler now lets them send).
-    pub(crate) fn set_writer_blocked(&mut self, path: PathId, blocked: bool, now: Instant) {
+    /// The path's sender started or stopped waiting in a transport write: tell the scheduler,
+    /// and when the path fills, wake the others (a lowest-RTT-first scheduler now lets them
+    /// send).
+    pub fn set_writer_blocked(&mut self, path: PathId, blocked: bool, now: Instant) {
         let Some(entry) = self.paths.get_mut(&path) else {
             return;
         };
@@ -1403,43 +1279,81 @@ impl State {
         let snapshot = entry.snapshot(path);
         let _ = self.scheduler.on_path_updated(now, &snapshot);
         if blocked {
-            for (id, other) in &self.paths {
-                if *id != path {
-                    other.wake.notify_one();
-                }
-            }
+            self.paths_to_wake
+                .extend(self.paths.keys().filter(|id| **id != path));
         }
     }
 
-    /// Declares `path` failed if its data has waited too long for an acknowledgement
-    /// (`path_failure_rtts` smoothed RTTs, at least `path_failure_floor`). Returns `None` once
-    /// the path is down, else when to check again (`Some(None)`: nothing is outstanding).
-    pub(crate) fn check_failure(&mut self, path: PathId, now: Instant) -> Option<Option<Instant>> {
-        let entry = self.paths.get(&path)?;
+    /// When `path` is declared failed unless an acknowledgement comes: its oldest
+    /// unacknowledged data has waited `path_failure_rtts` smoothed RTTs (at least
+    /// `path_failure_floor`). `None`: nothing is outstanding.
+    fn failure_deadline(&self, path: &Path) -> Option<Instant> {
+        let (unacked_since, srtt) = path.telemetry.ack_wait();
+        let timeout = (srtt * self.config.path_failure_rtts).max(self.config.path_failure_floor);
+        unacked_since.map(|since| since + timeout)
+    }
+
+    /// When [`Connection::handle_timeout`] is due: held data acks, the idle timeout, or a
+    /// path's failure deadline. The paths' deadlines move as their transports send and are
+    /// acknowledged, so a driver also asks again after those.
+    pub fn poll_timeout(&self) -> Option<Instant> {
         if self.error.is_some() {
             return None;
         }
-        let (unacked_since, srtt) = {
-            let t = entry.telemetry.lock();
-            (t.unacked_since, t.rtt.srtt())
-        };
-        let timeout = (srtt * self.config.path_failure_rtts).max(self.config.path_failure_floor);
-        let Some(deadline) = unacked_since.map(|since| since + timeout) else {
-            return Some(None);
-        };
-        if now < deadline {
-            return Some(Some(deadline));
-        }
-        entry.conn.close(
-            quinn::VarInt::from_u64(crate::error::codes::PATH_FAILED).unwrap_or(quinn::VarInt::MAX),
-            b"no acknowledgement progress",
-        );
-        self.on_path_down(path, "no acknowledgement progress".into(), now);
-        None
+        let failures = self.paths.values().filter_map(|p| self.failure_deadline(p));
+        [self.pending_acks.due(), self.idle_deadline()]
+            .into_iter()
+            .flatten()
+            .chain(failures)
+            .min()
     }
 
-    /// Decides a path sender's next step and reports the path's fresh estimates to the scheduler.
-    pub(crate) fn next_step(&mut self, path: PathId, now: Instant) -> (Step, Vec<(u64, bool)>) {
+    /// Does what is due at `now`: ends an idle session ([`ConnectionError::TimedOut`]) and
+    /// declares failed the paths whose data waited too long ([`Action::ClosePath`] with
+    /// [`codes::PATH_FAILED`]). Held data acks that fell due show in
+    /// [`Connection::has_control`].
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.idle_deadline().is_some_and(|d| d <= now) {
+            self.close(ConnectionError::TimedOut, codes::SESSION_IDLE, "idle");
+            return;
+        }
+        let failed: Vec<PathId> = self
+            .paths
+            .iter()
+            .filter(|(_, p)| self.failure_deadline(p).is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for path in failed {
+            const REASON: &str = "no acknowledgement progress";
+            self.actions.push_back(Action::ClosePath {
+                path,
+                code: codes::PATH_FAILED,
+                reason: REASON,
+            });
+            self.on_path_down(path, REASON.into(), now);
+        }
+    }
+
+    /// Ends the connection with `error` and has the driver close every path with `code`.
+    pub fn close(&mut self, error: ConnectionError, code: u64, reason: &'static str) {
+        if self.error.is_some() {
+            return;
+        }
+        self.fail(error);
+        let paths: Vec<PathId> = self.paths.keys().copied().collect();
+        for path in paths {
+            self.actions
+                .push_back(Action::ClosePath { path, code, reason });
+        }
+    }
+
+    /// Decides a path sender's next step, with the logical streams whose transport streams on
+    /// the path are done (`true`: reset them, `false`: finish them), and reports the path's
+    /// fresh estimates to the scheduler.
+    pub fn poll_path(&mut self, path: PathId, now: Instant) -> (Step, Vec<(u64, bool)>) {
         let Some(entry) = self.paths.get_mut(&path) else {
             return (Step::Stop, Vec::new());
         };
@@ -1447,7 +1361,7 @@ impl State {
         if self.error.is_some() {
             return (Step::Stop, retire);
         }
-        let generation = entry.telemetry.lock().generation;
+        let generation = entry.telemetry.generation();
         let snapshot = entry.snapshot(path);
         entry.idle_with_room = false;
         let mut estimates_changed = false;
@@ -1460,21 +1374,21 @@ impl State {
                 .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(100))
             {
                 entry.last_estimate_event = Some(now);
-                let _ = self.events.send(PathEvent::Estimates {
+                self.actions.push_back(Action::Event(PathEvent::Estimates {
                     path,
                     srtt: snapshot.srtt,
                     bandwidth_bps: snapshot.bandwidth.bytes_per_sec() * 8.0,
                     cwnd: snapshot.cwnd,
-                });
+                }));
             }
         }
         if estimates_changed {
             // New estimates may move quota to another path, whose sender may be asleep.
-            for (id, other) in &self.paths {
-                if *id != path && other.idle_with_room {
-                    other.wake.notify_one();
-                }
-            }
+            let idle = self
+                .paths
+                .iter()
+                .filter(|(id, other)| **id != path && other.idle_with_room);
+            self.paths_to_wake.extend(idle.map(|(id, _)| *id));
         }
         let room = snapshot.room().min(MAX_GRANT);
         let wait = self.scheduler.poll_timeout();
@@ -1504,12 +1418,12 @@ impl State {
         }
         if !batch.is_empty() {
             if let Some(entry) = self.paths.get(&path) {
-                entry.telemetry.lock().app_limited = false;
+                entry.telemetry.set_app_limited(false);
             }
             return (Step::Send(batch), retire);
         }
         if let Some(entry) = self.paths.get_mut(&path) {
-            entry.telemetry.lock().app_limited = true;
+            entry.telemetry.set_app_limited(true);
             entry.idle_with_room = true;
         }
         (Step::Wait(wait), retire)

@@ -1,0 +1,116 @@
+//! A path as the multipath core sees it: abstract. The driver runs the path's transport
+//! (congestion control, pacing, loss recovery) and lets the core read its estimates through
+//! [`PathTelemetry`]; the core keeps the path's status and counters, and what its sender owes.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use mpquic_sched::{PathId, PathSnapshot, PathStatus};
+
+/// What the driver's transport knows of one path, read by the core when it decides.
+pub trait PathTelemetry: Send + fmt::Debug {
+    /// What the scheduler sees of the path: estimates, window and bytes in flight.
+    fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot;
+    /// The estimated one-way delay towards the peer (control frames take the lowest).
+    fn one_way_delay(&self) -> Duration;
+    /// Since when the oldest unacknowledged packet waits (`None`: nothing is outstanding),
+    /// and the smoothed RTT: failure detection's inputs.
+    fn ack_wait(&self) -> (Option<Instant>, Duration);
+    /// A number that changes whenever the estimates change.
+    fn generation(&self) -> u64;
+    /// Whether the path's sender found nothing to send with room in its window.
+    fn set_app_limited(&self, limited: bool);
+    /// The UDP payload bytes received on the path so far, for delivery reports.
+    fn datagram_bytes_received(&self) -> u64;
+}
+
+/// Something that happened to a path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PathEvent {
+    /// The path joined and may carry data.
+    Up {
+        /// The path.
+        path: PathId,
+    },
+    /// The path failed or was closed; its unacknowledged data goes on the others.
+    Down {
+        /// The path.
+        path: PathId,
+        /// Why.
+        reason: String,
+    },
+    /// The path became available or backup.
+    Status {
+        /// The path.
+        path: PathId,
+        /// Its new status.
+        status: PathStatus,
+    },
+    /// Fresh estimates (at most one event per path every 100 ms).
+    Estimates {
+        /// The path.
+        path: PathId,
+        /// Smoothed RTT.
+        srtt: Duration,
+        /// Estimated bandwidth in bits per second.
+        bandwidth_bps: f64,
+        /// Congestion window in bytes.
+        cwnd: u64,
+    },
+}
+
+/// A path's stream bytes, as the core counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathCounters {
+    /// Stream bytes granted on the path (re-sends included).
+    pub bytes_sent: u64,
+    /// Stream bytes received on the path.
+    pub bytes_received: u64,
+}
+
+/// One path that is up.
+#[derive(Debug)]
+pub(crate) struct Path {
+    pub(crate) telemetry: Box<dyn PathTelemetry>,
+    pub(crate) status: PathStatus,
+    /// Logical streams whose per-path transport streams are done: `true` to reset them (the
+    /// stream was reset), `false` to finish them (nothing more will be sent).
+    pub(crate) retire: Vec<(u64, bool)>,
+    pub(crate) counters: PathCounters,
+    pub(crate) last_estimate_event: Option<Instant>,
+    pub(crate) generation: u64,
+    /// The sender last found window room and nothing to send: a change of the scheduler's
+    /// plans on another path (PriorityBucket re-allocating) must wake it.
+    pub(crate) idle_with_room: bool,
+    /// The sender waits in a transport write: the transport's buffer for this path is full,
+    /// so the path has no room whatever its congestion window says (bytes waiting in the
+    /// buffer are not yet in flight).
+    pub(crate) writer_blocked: bool,
+    /// The datagram bytes received on this path last reported to the peer.
+    pub(crate) reported_received: u64,
+}
+
+impl Path {
+    pub(crate) fn new(telemetry: Box<dyn PathTelemetry>, status: PathStatus) -> Self {
+        Self {
+            telemetry,
+            status,
+            retire: Vec::new(),
+            counters: PathCounters::default(),
+            last_estimate_event: None,
+            generation: 0,
+            idle_with_room: false,
+            writer_blocked: false,
+            reported_received: 0,
+        }
+    }
+
+    /// What the scheduler sees of this path.
+    pub(crate) fn snapshot(&self, id: PathId) -> PathSnapshot {
+        let mut snapshot = self.telemetry.snapshot(id, self.status);
+        if self.writer_blocked {
+            snapshot.bytes_in_flight = snapshot.bytes_in_flight.max(snapshot.cwnd);
+        }
+        snapshot
+    }
+}

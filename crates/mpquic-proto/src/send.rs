@@ -1,0 +1,145 @@
+//! The sending half of a stream: the application's bytes until the receiver acknowledges
+//! them, what was granted on which path, and what must go again after a path failed.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use mpquic_sched::{PathId, StreamId, StreamMeta, Urgency};
+
+use crate::send_buffer::{RangeSet, SendBuffer};
+
+/// Bytes a stream sent on each path (shared with the driver's stream handle, so they outlive
+/// the stream's state).
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    per_path: Mutex<BTreeMap<PathId, u64>>,
+    pub(crate) resent: AtomicU64,
+    /// The peer's stop-sending code, kept here because the stream's state may be gone by the
+    /// time the application writes again.
+    pub(crate) stopped: Mutex<Option<u64>>,
+}
+
+impl StreamCounters {
+    pub(crate) fn add(&self, path: PathId, bytes: u64) {
+        let mut map = self.per_path.lock().unwrap_or_else(|e| e.into_inner());
+        *map.entry(path).or_default() += bytes;
+    }
+
+    /// Bytes sent on each path, re-sends included.
+    pub fn per_path(&self) -> BTreeMap<PathId, u64> {
+        self.per_path
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Bytes sent again after their path failed.
+    pub fn resent(&self) -> u64 {
+        self.resent.load(Ordering::Relaxed)
+    }
+
+    /// The code the peer stopped the stream with, if it did.
+    pub fn stopped(&self) -> Option<u64> {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct SendState {
+    pub(crate) buf: SendBuffer,
+    /// Everything below is acknowledged by the receiver.
+    pub(crate) acked: u64,
+    /// The first byte never granted.
+    pub(crate) next_fresh: u64,
+    /// Bytes handed to the scheduler (within flow control); `next_fresh <= released`.
+    pub(crate) released: u64,
+    pub(crate) resend: RangeSet,
+    /// Granted and not yet acknowledged: start offset -> (end, path).
+    pub(crate) in_flight: BTreeMap<u64, (u64, PathId)>,
+    pub(crate) max_stream_data: u64,
+    pub(crate) fin: Option<u64>,
+    pub(crate) reset: Option<u64>,
+    pub(crate) stopped: Option<u64>,
+    pub(crate) meta: StreamMeta,
+    pub(crate) arrival: u32,
+    /// The application waits for room in the send buffer.
+    pub(crate) writer_waiting: bool,
+    pub(crate) counters: Arc<StreamCounters>,
+}
+
+impl SendState {
+    pub(crate) fn new(id: u64, max_stream_data: u64, arrival: u32) -> Self {
+        Self {
+            buf: SendBuffer::default(),
+            acked: 0,
+            next_fresh: 0,
+            released: 0,
+            resend: RangeSet::default(),
+            in_flight: BTreeMap::new(),
+            max_stream_data,
+            fin: None,
+            reset: None,
+            stopped: None,
+            meta: StreamMeta::new(StreamId(id)),
+            arrival,
+            writer_waiting: false,
+            counters: Arc::default(),
+        }
+    }
+
+    /// Nothing is left to grant: the per-path quinn streams can be finished.
+    pub(crate) fn all_granted(&self) -> bool {
+        self.fin == Some(self.next_fresh) && self.resend.is_empty()
+    }
+
+    /// Whether the application waited to write (and no longer does): it must be woken.
+    pub(crate) fn wake(&mut self) -> bool {
+        std::mem::take(&mut self.writer_waiting)
+    }
+
+    /// The priority of this stream's per-path transport streams (quinn's scale, higher first): urgency bucket first, then arrival
+    /// order (earlier first) unless incremental, where quinn's fairness round-robins.
+    pub(crate) fn quinn_priority(&self) -> i32 {
+        let bucket = i32::from(Urgency::LOWEST.get() - self.meta.urgency.get());
+        if self.meta.incremental {
+            bucket << 20
+        } else {
+            (bucket << 20) | (0xFFFFF - (self.arrival & 0xFFFFF) as i32)
+        }
+    }
+}
+
+/// The chunks one grant turned into: what a path's sender writes on the stream's chunk
+/// stream of that path.
+#[derive(Debug)]
+pub struct ChunkWork {
+    /// The logical stream.
+    pub stream: u64,
+    /// The priority of its transport stream on the path (higher first).
+    pub priority: i32,
+    /// Chunks as (offset, bytes in pieces), each written as one chunk.
+    pub pieces: Vec<(u64, Vec<Bytes>)>,
+    /// No more bytes of this stream will be granted unless a path fails: its chunk stream on
+    /// the path can be finished.
+    pub all_granted: bool,
+}
+
+impl ChunkWork {
+    /// Appends a later grant of the same stream, joining byte-contiguous pieces.
+    pub(crate) fn merge(&mut self, later: ChunkWork) {
+        for (offset, parts) in later.pieces {
+            match self.pieces.last_mut() {
+                Some((start, prev))
+                    if *start + prev.iter().map(|p| p.len() as u64).sum::<u64>() == offset =>
+                {
+                    prev.extend(parts)
+                }
+                _ => self.pieces.push((offset, parts)),
+            }
+        }
+        self.priority = later.priority;
+        self.all_granted = later.all_granted;
+    }
+}
