@@ -1,10 +1,11 @@
 //! A multipath connection: the public handle and the tasks that drive each path.
 //!
-//! Every path is a quinn connection with four tasks: a sender that asks the scheduler what to
+//! The multipath protocol itself is [`mpquic_proto::Connection`]; this module drives it over
+//! quinn. Every path is a quinn connection with five tasks: a sender that asks the core what to
 //! send whenever the path's congestion window has room, a receiver of chunk streams, a reader of
-//! the control stream and a watcher that turns the quinn connection's end into "path down". One
-//! more task per connection writes control frames (data acks, credits, fins) on the path with
-//! the lowest one-way delay towards the peer.
+//! the control stream, a writer of the control frames the core routes to the path, and a
+//! watcher that turns the quinn connection's end into "path down". One more task per connection,
+//! the driver, runs the core's timers and takes its control frames (data acks, credits, fins).
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use mpquic_proto::wire::{ChunkDecoder, FrameDecoder};
 use mpquic_proto::{Action, PathCounters, PathEvent, Step};
 use mpquic_sched::{PathId, PathStatus, StreamId};
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 use tracing::Instrument;
 
 use crate::config::{Config, CongestionControl};
@@ -75,7 +76,8 @@ pub(crate) struct QuinnPath {
     pub(crate) conn: quinn::Connection,
     pub(crate) telemetry: Arc<Telemetry>,
     local: SocketAddr,
-    control: Arc<tokio::sync::Mutex<quinn::SendStream>>,
+    /// Encoded control frames for the path's control writer ([`write_control`]).
+    control: mpsc::Sender<Vec<u8>>,
     /// Wakes the path's sender.
     wake: Arc<Notify>,
 }
@@ -193,11 +195,13 @@ impl Inner {
     ) -> Option<PathStats> {
         let path = self.paths.get(&id)?;
         let snapshot = path.telemetry.snapshot(id, status);
+        // Before the telemetry lock: quinn takes its own lock and then the telemetry's.
+        let remote = path.conn.remote_address();
         let t = path.telemetry.lock();
         Some(PathStats {
             id,
             local: path.local,
-            remote: path.conn.remote_address(),
+            remote,
             status,
             srtt: snapshot.srtt,
             min_rtt: snapshot.min_rtt,
@@ -276,6 +280,32 @@ impl Inner {
         }
     }
 
+    /// Takes the control frames due at `now` and queues them, encoded, to their paths' writers,
+    /// unless a writer has no room: then they stay in the core, which coalesces them.
+    fn flush_control(&mut self, now: Instant) {
+        let room = self.paths.values().all(|p| p.control.capacity() > 0);
+        if !room || !self.core.has_control(now) {
+            return;
+        }
+        let default_path = self.core.control_path();
+        let mut batches: BTreeMap<PathId, Vec<u8>> = BTreeMap::new();
+        for (target, frame) in self.core.poll_control(now) {
+            let Some(path) = target.or(default_path) else {
+                continue;
+            };
+            let buf = batches.entry(path).or_default();
+            if let Err(e) = frame.encode(buf) {
+                tracing::warn!(%e, ?frame, "cannot encode a control frame");
+            }
+        }
+        for (path, buf) in batches {
+            if let Some(entry) = self.paths.get(&path) {
+                // Room was checked above, and only the driver queues.
+                let _ = entry.control.try_send(buf);
+            }
+        }
+    }
+
     /// Ends the connection with `error` and closes every path with `code` and `reason`.
     fn close_all(&mut self, error: ConnectionError, code: u64, reason: &[u8]) {
         self.core.fail(error);
@@ -317,10 +347,8 @@ impl Drop for StateGuard<'_> {
 
 pub(crate) struct Shared {
     state: Mutex<Inner>,
-    /// Wakes the control-frame writer.
-    pub(crate) control_wake: Notify,
-    /// Wakes the timer task: a deadline may have moved earlier.
-    timer_wake: Notify,
+    /// Wakes the driver ([`drive`]): control frames may be due, or a deadline may have moved.
+    driver_wake: Notify,
     /// Streams became acceptable or openable, or the connection ended.
     pub(crate) changed: Notify,
     pub(crate) session: SessionId,
@@ -339,8 +367,7 @@ impl Shared {
     ) -> Arc<Self> {
         let shared = Arc::new(Self {
             state: Mutex::new(state),
-            control_wake: Notify::new(),
-            timer_wake: Notify::new(),
+            driver_wake: Notify::new(),
             changed: Notify::new(),
             session,
             secret,
@@ -348,8 +375,7 @@ impl Shared {
             server_name,
         });
         let span = tracing::debug_span!("mpquic", session = session.0);
-        tokio::spawn(flush_control(shared.clone()).instrument(span.clone()));
-        tokio::spawn(drive_timers(shared.clone()).instrument(span));
+        tokio::spawn(drive(shared.clone()).instrument(span));
         shared
     }
 
@@ -358,12 +384,10 @@ impl Shared {
         StateGuard(self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Wakes whoever may care after the state changed.
+    /// Wakes whoever may care after the state changed: the driver, and the application's
+    /// opens, accepts and waits for the end.
     pub(crate) fn poke(&self) {
-        if self.lock().core.control_wanted(Instant::now()) {
-            self.control_wake.notify_one();
-            self.timer_wake.notify_one();
-        }
+        self.driver_wake.notify_one();
         self.changed.notify_waiters();
     }
 
@@ -381,6 +405,10 @@ impl Shared {
         status: PathStatus,
     ) -> Result<(), ConnectionError> {
         let wake = Arc::new(Notify::new());
+        // One batch queued while another is written: the driver takes no more frames from the
+        // core until there is room, so a peer that does not read its control stream holds up
+        // its acks and credits in the core, which coalesces them, instead of in a queue here.
+        let (control_tx, control_rx) = mpsc::channel(1);
         {
             let mut state = self.lock();
             let path_telemetry = QuinnTelemetry {
@@ -394,7 +422,7 @@ impl Shared {
                 conn: conn.clone(),
                 telemetry: telemetry.clone(),
                 local,
-                control: Arc::new(tokio::sync::Mutex::new(control_send)),
+                control: control_tx,
                 wake: wake.clone(),
             };
             state.paths.insert(id, path);
@@ -405,10 +433,12 @@ impl Shared {
         );
         tokio::spawn(recv_loop(self.clone(), id, conn.clone()).instrument(span.clone()));
         tokio::spawn(control_loop(self.clone(), id, control_recv).instrument(span.clone()));
+        tokio::spawn(
+            write_control(self.clone(), control_send, control_rx).instrument(span.clone()),
+        );
         tokio::spawn(watch_closed(self.clone(), id, conn).instrument(span));
         // A new path may be the better place for control frames, and has a failure deadline.
-        self.control_wake.notify_one();
-        self.timer_wake.notify_one();
+        self.poke();
         Ok(())
     }
 
@@ -422,9 +452,7 @@ impl Shared {
             }
             state.close_all(error, code, reason);
         }
-        self.changed.notify_waiters();
-        self.control_wake.notify_one();
-        self.timer_wake.notify_one();
+        self.poke();
     }
 
     /// The peer broke the protocol: close every path with the error's code.
@@ -463,9 +491,7 @@ impl Shared {
             }
         }
         drop(state);
-        self.changed.notify_waiters();
-        self.control_wake.notify_one();
-        self.timer_wake.notify_one();
+        self.poke();
     }
 }
 
@@ -733,7 +759,7 @@ impl Connection {
             .core
             .set_path_status(path, status, Instant::now())
             .map_err(|_| PathError::UnknownPath(path.0))?;
-        self.shared.control_wake.notify_one();
+        self.shared.poke();
         Ok(())
     }
 
@@ -965,71 +991,47 @@ async fn watch_closed(shared: Arc<Shared>, path: PathId, conn: quinn::Connection
     shared.on_quinn_closed(path, error);
 }
 
-/// Runs the core's timers: held data acks falling due, the idle timeout and each path's
-/// failure deadline. A task of its own, apart from every write, because a dead path may never
-/// complete one.
-async fn drive_timers(shared: Arc<Shared>) {
+/// Drives the core: runs its timers (held data acks falling due, the idle timeout, each path's
+/// failure deadline) and hands its control frames to the paths' control writers, each frame on
+/// its path or on the one with the lowest one-way delay towards the peer. Never waits on a
+/// path, since a dead path may never complete a write. Ends with the connection.
+async fn drive(shared: Arc<Shared>) {
     // A path's failure deadline moves as its transport sends, which the core does not see:
     // look again at least this often.
     const RECHECK: Duration = Duration::from_millis(100);
     loop {
         let now = Instant::now();
         let wake_at = {
-            let state = shared.lock();
+            let mut state = shared.lock();
+            state.core.handle_timeout(now);
             if state.core.error().is_some() {
+                drop(state);
+                shared.changed.notify_waiters();
                 return;
             }
-            state
-                .core
-                .poll_timeout()
-                .map_or(now + RECHECK, |t| t.min(now + RECHECK))
+            state.flush_control(now);
+            // A deadline already past is held acks waiting for a busy control writer, which
+            // wakes the driver when it takes the next batch.
+            let deadline = state.core.poll_timeout().filter(|t| *t > now);
+            deadline.map_or(now + RECHECK, |t| t.min(now + RECHECK))
         };
-        let _ = tokio::time::timeout_at(wake_at.into(), shared.timer_wake.notified()).await;
-        shared.lock().core.handle_timeout(Instant::now());
-        shared.poke();
+        let _ = tokio::time::timeout_at(wake_at.into(), shared.driver_wake.notified()).await;
     }
 }
 
-/// Writes control frames, each on its path or on the one with the lowest one-way delay
-/// towards the peer, whenever the core has some due. Ends with the connection.
-async fn flush_control(shared: Arc<Shared>) {
-    // Also look now and then, so the task ends once the connection is over.
-    const RECHECK: Duration = Duration::from_secs(1);
-    loop {
-        let _ = tokio::time::timeout(RECHECK, shared.control_wake.notified()).await;
-        loop {
-            let batches = {
-                let mut state = shared.lock();
-                if state.core.error().is_some() {
-                    return;
-                }
-                let now = Instant::now();
-                if !state.core.has_control(now) {
-                    break;
-                }
-                let default_path = state.core.control_path();
-                let mut batches: BTreeMap<PathId, Vec<u8>> = BTreeMap::new();
-                for (target, frame) in state.core.poll_control(now) {
-                    let Some(path) = target.or(default_path) else {
-                        continue;
-                    };
-                    let buf = batches.entry(path).or_default();
-                    if let Err(e) = frame.encode(buf) {
-                        tracing::warn!(%e, ?frame, "cannot encode a control frame");
-                    }
-                }
-                batches
-                    .into_iter()
-                    .filter_map(|(path, buf)| {
-                        let entry = state.paths.get(&path)?;
-                        Some((entry.control.clone(), buf))
-                    })
-                    .collect::<Vec<_>>()
-            };
-            for (control, buf) in batches {
-                // A failing path is noticed by its watcher, which repeats what was lost.
-                let _ = control.lock().await.write_all(&buf).await;
-            }
+/// Writes a path's control frames as the driver queues them. Ends when the path is gone (its
+/// queue's sender dropped) or its stream fails, which the path's watcher notices and repeats
+/// what was lost.
+async fn write_control(
+    shared: Arc<Shared>,
+    mut send: quinn::SendStream,
+    mut queue: mpsc::Receiver<Vec<u8>>,
+) {
+    while let Some(buf) = queue.recv().await {
+        // There is room in the queue again.
+        shared.driver_wake.notify_one();
+        if send.write_all(&buf).await.is_err() {
+            return;
         }
     }
 }

@@ -1128,13 +1128,6 @@ impl Connection {
         self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now)
     }
 
-    /// Whether the driver should look at the control frames again: frames are due, or acks
-    /// started to be held and [`Connection::poll_timeout`] moved.
-    pub fn control_wanted(&mut self, now: Instant) -> bool {
-        let fresh = self.pending_acks.announce();
-        fresh || self.has_control(now)
-    }
-
     /// Control frames other than data acks, which never wait.
     fn other_control(&self) -> bool {
         !self.control.is_empty()

@@ -26,8 +26,6 @@ pub(crate) struct PendingAcks {
     acks: BTreeMap<u64, (u64, bool)>,
     /// When the oldest held ack was queued.
     since: Option<Instant>,
-    /// Whether the flushing task has been told about the held acks.
-    announced: bool,
     /// Data arrived since the last flush: delivery reports are due with it.
     arrivals: bool,
 }
@@ -48,7 +46,6 @@ impl PendingAcks {
     fn start(&mut self, now: Instant) {
         if self.since.is_none() {
             self.since = Some(now);
-            self.announced = false;
         }
     }
 
@@ -61,14 +58,6 @@ impl PendingAcks {
         } else {
             Some(since + DATA_ACK_DELAY)
         }
-    }
-
-    /// Whether acks are held that the flushing task has not heard of yet (true once per
-    /// holding period), so it can set its timer.
-    pub(crate) fn announce(&mut self) -> bool {
-        let fresh = self.since.is_some() && !self.announced;
-        self.announced = true;
-        fresh
     }
 
     /// Takes every held ack, due or not, and whether data arrived since the last take.
@@ -123,19 +112,5 @@ mod tests {
         assert_eq!(acks.due(), Some(t0 + DATA_ACK_DELAY));
         assert!(acks.take().1);
         assert!(!acks.take().1, "taken once");
-    }
-
-    #[test]
-    fn announced_once_per_holding_period() {
-        let t0 = Instant::now();
-        let mut acks = PendingAcks::default();
-        assert!(!acks.announce(), "nothing held");
-        acks.insert(0, 1, false, t0);
-        assert!(acks.announce());
-        acks.insert(0, 2, false, t0);
-        assert!(!acks.announce());
-        acks.take();
-        acks.insert(0, 3, false, t0);
-        assert!(acks.announce(), "a new holding period");
     }
 }
