@@ -289,7 +289,7 @@ impl Connection {
     }
 
     /// The up path with the lowest one-way delay towards the peer: where acks and other
-    /// control frames go ([SEC]'s uplink choice).
+    /// control frames go (SEC's uplink choice).
     pub fn control_path(&self) -> Option<PathId> {
         self.paths
             .iter()
@@ -1053,8 +1053,8 @@ impl Connection {
     }
 
     /// Frames due to go out at `now`, with the path each must take (`None`: the control path,
-    /// [`Connection::control_path`]). Held data acks go along with any other frame (see
-    /// [`PendingAcks`]).
+    /// [`Connection::control_path`]). Data acks are held up to 5 ms to go out together, and go
+    /// along with any other frame at once.
     pub fn poll_control(&mut self, now: Instant) -> Vec<(Option<PathId>, Frame)> {
         let acks_now = self.other_control() || self.pending_acks.due().is_some_and(|d| d <= now);
         let mut out: Vec<_> = self.control.drain(..).collect();

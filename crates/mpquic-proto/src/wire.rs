@@ -313,7 +313,7 @@ pub enum Frame {
     /// How many UDP payload bytes the receiver's quinn has taken in on a path so far, sent on
     /// the path with the lowest one-way delay so that the sender learns of delivery on a slow
     /// path before that path's own acknowledgements come back (see
-    /// [`Config::delivery_reports`](crate::Config::delivery_reports)).
+    /// [`TransportConfig::delivery_reports`](crate::TransportConfig::delivery_reports)).
     PathReceived {
         /// The path the bytes arrived on.
         path: u32,
