@@ -14,6 +14,7 @@ use crate::bbr::BbrConfig;
 use crate::error::ConfigError;
 use crate::fld::FldConfig;
 use crate::loss_based::{LossAlgorithm, LossBasedConfig};
+use crate::telemetry::Telemetry;
 
 /// The congestion window every path starts with unless [`Config::initial_window`] says
 /// otherwise: 32 packets of 1200 bytes, the start of Chrome's QUIC and of tquic. Pages are what
@@ -433,6 +434,40 @@ impl Config {
             max_bidi_streams: self.max_concurrent_bidi_streams,
             max_uni_streams: self.max_concurrent_uni_streams,
         }
+    }
+
+    /// quinn's settings for one path, its congestion controller (this one, or the config's)
+    /// reporting to `telemetry`. Both drivers use it.
+    pub(crate) fn quinn_transport(
+        &self,
+        telemetry: &Arc<Telemetry>,
+        congestion: Option<&CongestionControl>,
+    ) -> Arc<quinn::TransportConfig> {
+        let congestion = congestion.unwrap_or(&self.congestion);
+        let varint = |v: u64| quinn::VarInt::from_u64(v).unwrap_or(quinn::VarInt::MAX);
+        let controller = telemetry.factory(congestion.factory_with(Some(self.initial_window)));
+        let mut t = quinn::TransportConfig::default();
+        t.congestion_controller_factory(controller)
+            // Distinct priorities give strict buckets and FCFS; fairness round-robins only
+            // incremental streams, which share a priority.
+            .send_fairness(true)
+            .max_concurrent_bidi_streams(1u32.into())
+            .max_concurrent_uni_streams(varint(
+                self.max_concurrent_bidi_streams + self.max_concurrent_uni_streams + 64,
+            ))
+            .stream_receive_window(varint(self.stream_receive_window))
+            .receive_window(varint(self.receive_window))
+            .send_window(256 * 1024)
+            .initial_rtt(self.rtt_prior)
+            .max_idle_timeout(quinn::IdleTimeout::try_from(self.idle_timeout).ok())
+            .keep_alive_interval(Some(self.idle_timeout / 3))
+            .datagram_receive_buffer_size(None);
+        Arc::new(t)
+    }
+
+    /// A path's telemetry, with this config's priors.
+    pub(crate) fn new_telemetry(&self) -> Arc<Telemetry> {
+        Telemetry::new(self.rtt_prior, self.bandwidth_prior)
     }
 
     /// The settings of a connection's multipath core.

@@ -30,7 +30,7 @@ use crate::error::{
 };
 use crate::session;
 use crate::stream::{RecvStream, SendStream};
-use crate::telemetry::Telemetry;
+use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
 use crate::wire::{self, Frame, Params, SessionId, WireError};
 use crate::Side;
 
@@ -80,41 +80,6 @@ pub(crate) struct QuinnPath {
     control: mpsc::Sender<Vec<u8>>,
     /// Wakes the path's sender.
     wake: Arc<Notify>,
-}
-
-/// The core's view of a path's estimates: its telemetry and quinn's counters.
-#[derive(Debug)]
-struct QuinnTelemetry {
-    telemetry: Arc<Telemetry>,
-    conn: quinn::Connection,
-}
-
-impl mpquic_proto::PathTelemetry for QuinnTelemetry {
-    fn snapshot(&self, id: PathId, status: PathStatus) -> mpquic_sched::PathSnapshot {
-        self.telemetry.snapshot(id, status)
-    }
-
-    fn one_way_delay(&self) -> Duration {
-        let t = self.telemetry.lock();
-        t.one_way.estimate(&t.rtt)
-    }
-
-    fn ack_wait(&self) -> (Option<Instant>, Duration) {
-        let t = self.telemetry.lock();
-        (t.unacked_since, t.rtt.srtt())
-    }
-
-    fn generation(&self) -> u64 {
-        self.telemetry.lock().generation
-    }
-
-    fn set_app_limited(&self, limited: bool) {
-        self.telemetry.lock().app_limited = limited;
-    }
-
-    fn datagram_bytes_received(&self) -> u64 {
-        self.conn.stats().udp_rx.bytes
-    }
 }
 
 /// The multipath core and the quinn side of each path, under one lock.
@@ -263,17 +228,8 @@ impl Inner {
                 }
                 Action::DeliveryReport { path, received } => {
                     if let Some(path) = self.paths.get(&path) {
-                        let stats = path.conn.stats();
-                        path.telemetry.on_delivery_report(
-                            stats.udp_tx.bytes,
-                            received,
-                            stats.path.lost_bytes,
-                        );
-                        // quinn may be waiting for its own acks with a full buffer, where the
-                        // path's sender cannot reach it: setting the send window wakes it to
-                        // send into the credited window.
-                        let cwnd = path.telemetry.lock().cwnd;
-                        path.conn.set_send_window(send_window_target(cwnd));
+                        let window = path.telemetry.on_peer_report(&path.conn.stats(), received);
+                        path.conn.set_send_window(window);
                     }
                 }
             }
@@ -411,10 +367,8 @@ impl Shared {
         let (control_tx, control_rx) = mpsc::channel(1);
         {
             let mut state = self.lock();
-            let path_telemetry = QuinnTelemetry {
-                telemetry: telemetry.clone(),
-                conn: conn.clone(),
-            };
+            let path_telemetry =
+                CoreTelemetry::new(telemetry.clone(), ReceivedBytes::Quinn(conn.clone()));
             state
                 .core
                 .add_path(id, Box::new(path_telemetry), status, Instant::now())?;
@@ -466,22 +420,10 @@ impl Shared {
     fn on_quinn_closed(&self, path: PathId, error: quinn::ConnectionError) {
         let now = Instant::now();
         let mut state = self.lock();
-        let reason = error.to_string();
-        if let quinn::ConnectionError::ApplicationClosed(close) = &error {
-            let code = close.error_code.into_inner();
-            let text = String::from_utf8_lossy(&close.reason).into_owned();
-            match code {
-                codes::PATH_CLOSED | codes::PATH_FAILED => {}
-                codes::SESSION_IDLE => state.core.fail(ConnectionError::TimedOut),
-                code if code >= codes::FIRST_RESERVED => state
-                    .core
-                    .fail(ConnectionError::PeerReportedError { code, reason: text }),
-                code => state
-                    .core
-                    .fail(ConnectionError::ApplicationClosed { code, reason: text }),
-            }
+        if let Some(ended) = session_end(&error) {
+            state.core.fail(ended);
         }
-        state.core.on_path_down(path, reason, now);
+        state.core.on_path_down(path, error.to_string(), now);
         // The peer ended the whole connection: close the paths it has not closed yet.
         if let Some(ConnectionError::ApplicationClosed { .. })
         | Some(ConnectionError::PeerReportedError { .. }) = state.core.error()
@@ -492,6 +434,25 @@ impl Shared {
         }
         drop(state);
         self.poke();
+    }
+}
+
+/// What a path's quinn connection closing says of the whole session: the peer closed a path
+/// with one of mpquic's own codes (idle, or an error of its own), or closed the connection
+/// with an application code. `None`: only the path ended.
+pub(crate) fn session_end(error: &quinn::ConnectionError) -> Option<ConnectionError> {
+    let quinn::ConnectionError::ApplicationClosed(close) = error else {
+        return None;
+    };
+    let code = close.error_code.into_inner();
+    let reason = String::from_utf8_lossy(&close.reason).into_owned();
+    match code {
+        codes::PATH_CLOSED | codes::PATH_FAILED => None,
+        codes::SESSION_IDLE => Some(ConnectionError::TimedOut),
+        code if code >= codes::FIRST_RESERVED => {
+            Some(ConnectionError::PeerReportedError { code, reason })
+        }
+        code => Some(ConnectionError::ApplicationClosed { code, reason }),
     }
 }
 

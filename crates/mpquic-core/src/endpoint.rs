@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use mpquic_sched::{PathId, PathStatus};
 use quinn::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use quinn::{IdleTimeout, TransportConfig, VarInt};
+use quinn::{TransportConfig, VarInt};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
@@ -99,7 +99,7 @@ impl Drop for PendingSession {
 
 impl EndpointInner {
     pub(crate) fn new_telemetry(&self) -> Arc<Telemetry> {
-        Telemetry::new(self.config.rtt_prior, self.config.bandwidth_prior)
+        self.config.new_telemetry()
     }
 
     /// quinn's settings for one path, reporting to `telemetry`.
@@ -108,27 +108,7 @@ impl EndpointInner {
         telemetry: &Arc<Telemetry>,
         congestion: Option<&CongestionControl>,
     ) -> Arc<TransportConfig> {
-        let c = &self.config;
-        let congestion = congestion.unwrap_or(&c.congestion);
-        let varint = |v: u64| VarInt::from_u64(v).unwrap_or(VarInt::MAX);
-        let controller = telemetry.factory(congestion.factory_with(Some(c.initial_window)));
-        let mut t = TransportConfig::default();
-        t.congestion_controller_factory(controller)
-            // Distinct priorities give strict buckets and FCFS; fairness round-robins only
-            // incremental streams, which share a priority.
-            .send_fairness(true)
-            .max_concurrent_bidi_streams(1u32.into())
-            .max_concurrent_uni_streams(varint(
-                c.max_concurrent_bidi_streams + c.max_concurrent_uni_streams + 64,
-            ))
-            .stream_receive_window(varint(c.stream_receive_window))
-            .receive_window(varint(c.receive_window))
-            .send_window(256 * 1024)
-            .initial_rtt(c.rtt_prior)
-            .max_idle_timeout(IdleTimeout::try_from(c.idle_timeout).ok())
-            .keep_alive_interval(Some(c.idle_timeout / 3))
-            .datagram_receive_buffer_size(None);
-        Arc::new(t)
+        self.config.quinn_transport(telemetry, congestion)
     }
 
     /// Connects a new quinn connection from `local` to `remote` (binding `local` if needed).

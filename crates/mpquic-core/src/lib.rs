@@ -69,6 +69,7 @@ pub mod h3;
 pub mod loss_based;
 mod sent_log;
 pub mod session;
+pub mod sim;
 mod stream;
 mod telemetry;
 

@@ -146,6 +146,15 @@ impl Telemetry {
         });
     }
 
+    /// [`Telemetry::on_delivery_report`] against the path's quinn `stats`: the send window
+    /// quinn should have now. Setting it matters even when it has not changed: quinn may be
+    /// waiting for its own acks with a full buffer, where the path's sender cannot reach it,
+    /// and setting the send window wakes it to send into the credited window.
+    pub(crate) fn on_peer_report(&self, stats: &quinn::ConnectionStats, received: u64) -> u64 {
+        self.on_delivery_report(stats.udp_tx.bytes, received, stats.path.lost_bytes);
+        crate::connection::send_window_target(self.lock().cwnd)
+    }
+
     /// Recomputes the window from the controller's and the credit.
     fn refresh_window(&self, s: &mut TelemetryState) {
         s.credit = s.credit.min(s.in_flight_now());
@@ -336,6 +345,62 @@ impl Controller for TelemetryController {
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+}
+
+/// Where a path's received datagram bytes are counted (for delivery reports).
+#[derive(Debug)]
+pub(crate) enum ReceivedBytes {
+    /// quinn's own statistics.
+    Quinn(quinn::Connection),
+    /// A counter the simulated driver keeps.
+    Counted(Arc<AtomicU64>),
+}
+
+/// The core's view of a path: its telemetry and the datagram bytes it received.
+#[derive(Debug)]
+pub(crate) struct CoreTelemetry {
+    telemetry: Arc<Telemetry>,
+    received: ReceivedBytes,
+}
+
+impl CoreTelemetry {
+    pub(crate) fn new(telemetry: Arc<Telemetry>, received: ReceivedBytes) -> Self {
+        Self {
+            telemetry,
+            received,
+        }
+    }
+}
+
+impl mpquic_proto::PathTelemetry for CoreTelemetry {
+    fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
+        self.telemetry.snapshot(id, status)
+    }
+
+    fn one_way_delay(&self) -> Duration {
+        let t = self.telemetry.lock();
+        t.one_way.estimate(&t.rtt)
+    }
+
+    fn ack_wait(&self) -> (Option<Instant>, Duration) {
+        let t = self.telemetry.lock();
+        (t.unacked_since, t.rtt.srtt())
+    }
+
+    fn generation(&self) -> u64 {
+        self.telemetry.lock().generation
+    }
+
+    fn set_app_limited(&self, limited: bool) {
+        self.telemetry.lock().app_limited = limited;
+    }
+
+    fn datagram_bytes_received(&self) -> u64 {
+        match &self.received {
+            ReceivedBytes::Quinn(conn) => conn.stats().udp_rx.bytes,
+            ReceivedBytes::Counted(count) => count.load(Ordering::Relaxed),
+        }
     }
 }
 
