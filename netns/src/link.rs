@@ -196,6 +196,16 @@ pub enum Verdict {
     Dropped(DropReason),
 }
 
+impl Verdict {
+    /// When the packet arrives, or `None` if it is dropped.
+    pub fn arrival(self) -> Option<Duration> {
+        match self {
+            Verdict::Deliver(at) => Some(at),
+            Verdict::Dropped(_) => None,
+        }
+    }
+}
+
 /// One direction of one emulated path.
 ///
 /// Calling contract: build it with [`Link::new`], then call [`Link::offer`] for every packet in

@@ -1,12 +1,15 @@
-//! Repeating the simulator comparison over consecutive seeds and summarizing each scheduler's
-//! FRT and PLT (mean and sample standard deviation), as the papers report 10 repetitions.
+//! Repeating simulated page loads over consecutive seeds and summarizing each scheduler's FRT
+//! and PLT (mean and sample standard deviation), as the papers report 10 repetitions.
 
 use std::time::Duration;
 
-use mpquic_sched::sim::{compare, oracle, OracleBound, Page, SimConfig, SimError};
+use mpquic_replay::sim::load_simulated;
+use mpquic_replay::RunConfig;
+use mpquic_sched::sim::{oracle, OracleBound, Scenario, SimConfig, SimError};
 use mpquic_sched::SchedulerKind;
 use serde_json::{json, Map, Value};
 
+use crate::experiment::pages::PageRef;
 use crate::stats::Summary;
 
 /// One scheduler over all the runs.
@@ -66,7 +69,7 @@ fn millis(value: Duration) -> f64 {
 struct Samples {
     frt: Vec<Option<f64>>,
     plt: Vec<f64>,
-    failures: Vec<(u64, SimError)>,
+    failures: Vec<(u64, String)>,
 }
 
 impl Samples {
@@ -89,33 +92,39 @@ impl Samples {
     }
 }
 
-/// Runs every scheduler of `kinds` over `page` `runs` times (at least once), with seeds `first_seed`,
-/// `first_seed + 1`, ... on top of `config`. The caller checks that the seeds do not overflow.
+/// Loads `page` over `scenario` on the full-stack simulation ([`load_simulated`]: the real
+/// core, quinn-proto and scheduler on simulated time) with each scheduler of `kinds`, `runs`
+/// times over the seeds from `first_seed`, recorded gaps scaled by `time_scale`; and the fluid
+/// oracle's bounds.
 ///
 /// # Errors
-/// Only an invalid configuration or page; a scheduler's failed runs are in its row.
+/// The oracle's [`SimError`] (a page or scenario it cannot model).
 pub fn run(
-    config: &SimConfig,
-    page: &Page,
+    page: &PageRef,
+    scenario: &'static Scenario,
     kinds: &[SchedulerKind],
     first_seed: u64,
     runs: u32,
+    time_scale: f64,
 ) -> Result<Runs, SimError> {
-    // The oracle ignores random loss, so one computation holds for every seed.
-    let oracle = oracle(config, page)?;
-    let mut config = config.clone();
+    let oracle = oracle(
+        &SimConfig::from_scenario(scenario),
+        &page.sim_page(time_scale),
+    )?;
     let mut samples: Vec<Samples> = kinds.iter().map(|_| Samples::default()).collect();
     for i in 0..u64::from(runs.max(1)) {
         let seed = first_seed.wrapping_add(i);
-        config.set_seed(seed);
-        let comparison = compare(&config, page, kinds)?;
-        for (sample, row) in samples.iter_mut().zip(comparison.rows) {
-            match row.result {
-                Ok(r) => {
-                    sample.frt.push(r.frt.map(millis));
-                    sample.plt.push(millis(r.plt));
+        for (kind, sample) in kinds.iter().zip(&mut samples) {
+            let load = RunConfig::new(kind.name(), scenario.name).and_then(|mut run| {
+                run.load.time_scale = time_scale;
+                load_simulated(&page.page, &run, seed)
+            });
+            match load {
+                Ok(report) => {
+                    sample.frt.push(Some(report.frt_ms));
+                    sample.plt.push(report.plt_ms);
                 }
-                Err(e) => sample.failures.push((seed, e)),
+                Err(e) => sample.failures.push((seed, e.to_string())),
             }
         }
     }
@@ -183,60 +192,37 @@ pub fn to_json(runs: &Runs) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mpquic_sched::sim::Scenario;
 
-    fn setup(scenario: &str) -> (SimConfig, Page) {
-        let scenario = Scenario::by_name(scenario).unwrap();
-        let config = SimConfig::from_scenario(scenario);
-        (config, Page::builtin("youtube-2013").unwrap())
+    fn youtube() -> PageRef {
+        let root = crate::ci::workspace_root();
+        let scratch = std::env::temp_dir();
+        let mut pages =
+            crate::experiment::pages::resolve(&["youtube-2013".into()], &root, &scratch);
+        pages.as_mut().unwrap().remove(0)
     }
 
     #[test]
-    fn lossless_runs_are_identical() {
-        let (config, page) = setup("pb-high");
-        let runs = run(&config, &page, &SchedulerKind::ALL, 1, 3).unwrap();
-        assert_eq!(runs.rows.len(), SchedulerKind::ALL.len());
-        assert_eq!((runs.first_seed, runs.last_seed()), (1, 3));
-        for row in &runs.rows {
-            let Ok(m) = &row.outcome else { continue };
-            assert_eq!(m.plt.n, 3);
-            assert!(m.plt.sd.abs() < 1e-9, "{}: {:?}", row.kind.name(), m.plt);
-            assert!(m.frt.unwrap().sd.abs() < 1e-9);
-        }
-    }
-
-    #[test]
-    fn means_are_over_the_seeds_and_one_run_matches_compare() {
-        let (mut config, page) = setup("pb-high-lossy");
-        let kinds = [SchedulerKind::Lrf, SchedulerKind::RoundRobin];
-        let runs = run(&config, &page, &kinds, 7, 2).unwrap();
-        let mut plt = vec![Vec::new(); kinds.len()];
+    fn runs_repeat_exactly_and_average_over_the_seeds() {
+        let page = youtube();
+        let scenario = Scenario::by_name("pb-high-lossy").unwrap();
+        let kinds = [SchedulerKind::Lrf, SchedulerKind::PriorityBucket];
+        let runs = run(&page, scenario, &kinds, 7, 2, 0.0).unwrap();
+        assert_eq!((runs.first_seed, runs.last_seed()), (7, 8));
+        assert_eq!(runs, run(&page, scenario, &kinds, 7, 2, 0.0).unwrap());
+        let mut plt = Vec::new();
         for seed in [7, 8] {
-            config.set_seed(seed);
-            let c = compare(&config, &page, &kinds).unwrap();
-            for (i, row) in c.rows.iter().enumerate() {
-                plt[i].push(millis(row.result.as_ref().unwrap().plt));
-            }
-            if seed == 7 {
-                let one = run(&config, &page, &kinds, 7, 1).unwrap();
-                let json = to_json(&one);
-                let lrf = c.rows[0].result.as_ref().unwrap();
-                assert_eq!(json["lrf"]["plt_ms"], rounded(millis(lrf.plt)));
-                assert_eq!(json["lrf"]["frt_ms"], rounded(millis(lrf.frt.unwrap())));
-                assert_eq!(json["lrf"]["plt_sd_ms"], json!(0.0));
-                assert_eq!(json["lrf"]["runs"], json!(1));
-            }
+            let mut one = RunConfig::new("lrf", "pb-high-lossy").unwrap();
+            one.load.time_scale = 0.0;
+            plt.push(load_simulated(&page.page, &one, seed).unwrap().plt_ms);
         }
-        for (row, plt) in runs.rows.iter().zip(&plt) {
-            let m = row.outcome.as_ref().unwrap();
-            assert_eq!(m.plt, Summary::of(plt).unwrap());
-        }
+        let lrf = runs.rows[0].outcome.as_ref().unwrap();
+        assert_eq!(lrf.plt, Summary::of(&plt).unwrap());
     }
 
     #[test]
     fn json_keeps_the_single_run_keys() {
-        let (config, page) = setup("pb-high");
-        let runs = run(&config, &page, &SchedulerKind::ALL, 1, 2).unwrap();
+        let scenario = Scenario::by_name("pb-high").unwrap();
+        let runs = run(&youtube(), scenario, &SchedulerKind::ALL, 1, 1, 0.0).unwrap();
         let json = to_json(&runs);
         let object = json.as_object().unwrap();
         assert_eq!(object.len(), SchedulerKind::ALL.len() + 1);
@@ -256,13 +242,7 @@ mod tests {
         sample.plt.push(1.0);
         sample.frt.push(Some(1.0));
         for seed in [4, 6] {
-            sample.failures.push((
-                seed,
-                SimError::SchedulerPanicked {
-                    name: "x".into(),
-                    message: "boom".into(),
-                },
-            ));
+            sample.failures.push((seed, "boom".to_owned()));
         }
         let failed = sample.finish().unwrap_err();
         assert_eq!(failed.failed_runs, 2);

@@ -1,12 +1,12 @@
-//! `cargo xtask sim`: every scheduler over a page in the simulator, repeated over consecutive
+//! `cargo xtask sim`: every scheduler over a page on the full-stack simulation (the real core,
+//! quinn-proto and scheduler on simulated time, `mpquic_core::sim`), repeated over consecutive
 //! seeds, as a table or one JSON object.
 
-use std::path::Path;
-
 use clap::Args;
-use mpquic_sched::sim::{Page, Scenario, SimConfig};
+use mpquic_sched::sim::Scenario;
 use mpquic_sched::SchedulerKind;
 
+use crate::experiment::{pages, target_dir};
 use crate::{runs, table, Failure};
 
 /// The most runs one command does (10 is the papers' count; 1000 already takes a while).
@@ -19,34 +19,24 @@ pub struct SimArgs {
     /// sec-high, sec-high-lossy, lte.
     #[arg(long)]
     scenario: String,
-    /// A builtin page (bing-2013, youtube-2013) or the path of a .har file.
+    /// A page as `cargo xtask experiment` names them: NAME for pages/NAME.har, a name's
+    /// short form (youtube-2013), bing-2013 (built in), or the path of a .har file.
     #[arg(long)]
     page: String,
     /// Print one JSON object keyed by scheduler name instead of the table.
     #[arg(long)]
     json: bool,
-    /// Seed of the per-path random loss in the first run; run i uses seed + i.
+    /// Seed of the links' random loss and quinn-proto's random choices in the first run; run
+    /// i uses seed + i.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// How many runs (1 to 1000); the papers repeat each experiment 10 times.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RUNS)))]
     runs: u32,
-}
-
-fn load_page(name: &str) -> Result<Page, Failure> {
-    if Page::BUILTIN.contains(&name) {
-        return Page::builtin(name).map_err(|e| Failure::Usage(e.to_string()));
-    }
-    let path = Path::new(name);
-    if path.is_file() {
-        return mpquic_replay::har::load(path)
-            .map(|page| page.to_sim_page())
-            .map_err(|e| Failure::Usage(e.to_string()));
-    }
-    Err(Failure::Usage(format!(
-        "unknown page {name:?}: not a builtin page ({}) and not a .har file",
-        Page::BUILTIN.join(", ")
-    )))
+    /// As the experiment's --time-scale: 0 requests every sub-resource when its initiator (or
+    /// the document) has arrived; 1 keeps the recorded gaps.
+    #[arg(long, default_value_t = 0.0)]
+    time_scale: f64,
 }
 
 /// Checks the run count and that the last seed fits in a `u64`.
@@ -67,28 +57,31 @@ fn check_runs(seed: u64, runs: u32) -> Result<(), Failure> {
 /// Runs the command: the table or the JSON object on stdout.
 pub fn sim(args: &SimArgs) -> Result<(), Failure> {
     check_runs(args.seed, args.runs)?;
+    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+        return Err(Failure::Usage(format!(
+            "--time-scale {}: must be a finite number >= 0",
+            args.time_scale
+        )));
+    }
     let scenario = Scenario::by_name(&args.scenario).map_err(|e| Failure::Usage(e.to_string()))?;
-    let page = load_page(&args.page)?;
-    let config = SimConfig::from_scenario(scenario);
-    // A scheduler that panics is reported in its row; keep the default hook's backtrace noise
-    // out of the table.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let outcome = runs::run(&config, &page, &SchedulerKind::ALL, args.seed, args.runs);
-    std::panic::set_hook(hook);
-    let runs = outcome.map_err(|e| Failure::Usage(e.to_string()))?;
+    let root = crate::ci::workspace_root();
+    let scratch = target_dir(&root).join("sim");
+    let page = pages::resolve(std::slice::from_ref(&args.page), &root, &scratch)?.remove(0);
+    let runs = runs::run(
+        &page,
+        scenario,
+        &SchedulerKind::ALL,
+        args.seed,
+        args.runs,
+        args.time_scale,
+    )
+    .map_err(|e| Failure::Usage(e.to_string()))?;
     if args.json {
         println!("{}", runs::to_json(&runs));
         return Ok(());
     }
     println!("scenario  {scenario}");
-    println!(
-        "page      {}: {} objects ({} critical), {} bytes",
-        page.name,
-        page.objects.len(),
-        page.critical_count(),
-        page.total_bytes()
-    );
+    println!("page      {}: {}", page.label, page.describe());
     println!(
         "runs      {} (seeds {}..={})",
         runs.runs,
@@ -99,7 +92,10 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
     print!("{}", table::render(&runs));
     println!();
     println!("mean ± sd: over the runs, sample standard deviation (n - 1); ms.");
-    println!("Lossless scenarios are deterministic (the seed only drives random loss): sd is 0.");
+    println!(
+        "Simulated time: every load runs the real core, quinn-proto connections and scheduler \
+         over the testbed's link model; a seed gives the same result every time."
+    );
     println!(
         "vs lrf: reduction of the mean against lrf's mean, (lrf - x) / lrf; positive is faster."
     );

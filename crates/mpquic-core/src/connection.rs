@@ -34,6 +34,13 @@ use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
 use crate::wire::{self, Frame, Params, SessionId, WireError};
 use crate::Side;
 
+/// The quinn priority of a path's control stream: above every chunk stream's
+/// ([`mpquic_proto::ChunkWork::priority`] is at most `7 << 20 | 0xFFFFF`). Data acks, fins and
+/// credits are a few bytes that gate delivery; at quinn's default of 0 they waited behind all
+/// the data buffered on their path, and a page's objects completed only when the control path
+/// ran out of data (found by the simulated driver, `tests/sim.rs`).
+pub(crate) const CONTROL_PRIORITY: i32 = i32::MAX;
+
 /// How many closed paths [`Connection::paths`] still lists.
 pub const CLOSED_PATHS_KEPT: usize = 16;
 
@@ -365,6 +372,7 @@ impl Shared {
         // core until there is room, so a peer that does not read its control stream holds up
         // its acks and credits in the core, which coalesces them, instead of in a queue here.
         let (control_tx, control_rx) = mpsc::channel(1);
+        let _ = control_send.set_priority(CONTROL_PRIORITY);
         {
             let mut state = self.lock();
             let path_telemetry =

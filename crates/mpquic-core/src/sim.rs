@@ -66,6 +66,13 @@ pub trait Link {
     fn offer(&mut self, now: Duration, len: usize) -> Option<Duration>;
 }
 
+/// A closure is a link: `|now, len| model.offer(now, len)`.
+impl<F: FnMut(Duration, usize) -> Option<Duration>> Link for F {
+    fn offer(&mut self, now: Duration, len: usize) -> Option<Duration> {
+        self(now, len)
+    }
+}
+
 /// A link without loss: a rate, a one-way delay and a drop-tail queue of one bandwidth-delay
 /// product (at least 64 kB), as the testbed sizes its queues by default.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
+use mpquic_sched::{PathId, PathSnapshot, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
 
 use crate::error::{codes, ConnectionError, ProtocolError, ReadError, WriteError};
 use crate::path::{Path, PathCounters, PathEvent, PathTelemetry};
@@ -239,6 +239,11 @@ impl Connection {
     /// A path's status and counters, if it is up.
     pub fn path(&self, path: PathId) -> Option<(PathStatus, PathCounters)> {
         self.paths.get(&path).map(|p| (p.status, p.counters))
+    }
+
+    /// What the scheduler sees of a path that is up: its estimates, window and bytes in flight.
+    pub fn path_snapshot(&self, path: PathId) -> Option<PathSnapshot> {
+        Some(self.paths.get(&path)?.snapshot(path))
     }
 
     /// How many paths are up.

@@ -86,6 +86,51 @@ impl Default for LoadOptions {
 /// recorded time or scale can overflow an `Instant`.
 const LATEST: Duration = Duration::from_secs(86_400);
 
+/// When a browser requests each object of a page: object 0 first; an object discovered by
+/// another ([`Discovery::After`]) when that one completes; the others at their recorded offset
+/// (scaled) after the main document completes ([`Discovery::AfterDocument`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RequestPlan {
+    /// Per object, the objects requested when it completes.
+    pub(crate) children: Vec<Vec<usize>>,
+    /// Objects requested after the main document, by offset.
+    pub(crate) timed: Vec<(Duration, usize)>,
+    /// The main document's index.
+    pub(crate) main_document: usize,
+}
+
+impl RequestPlan {
+    /// The plan of a page with at least one object, recorded offsets times `time_scale`.
+    pub(crate) fn new(page: &Page, time_scale: f64) -> Self {
+        let scale = if time_scale.is_finite() && time_scale > 0.0 {
+            time_scale
+        } else {
+            0.0
+        };
+        let n = page.objects.len();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut timed: Vec<(Duration, usize)> = Vec::new();
+        for (i, o) in page.objects.iter().enumerate() {
+            match o.discovery {
+                Discovery::Document if i == 0 => {}
+                Discovery::After { parent } if parent < i => children[parent].push(i),
+                Discovery::AfterDocument(after) => {
+                    let scaled = Duration::try_from_secs_f64(after.as_secs_f64() * scale);
+                    timed.push((scaled.unwrap_or(LATEST).min(LATEST), i));
+                }
+                // A malformed model: treat as discovered with the document.
+                _ => timed.push((Duration::ZERO, i)),
+            }
+        }
+        timed.sort();
+        Self {
+            children,
+            timed,
+            main_document: page.main_document.min(n.saturating_sub(1)),
+        }
+    }
+}
+
 /// What one request brought back.
 struct Fetched {
     index: usize,
@@ -181,27 +226,7 @@ where
     drive.abort();
     let objects = outcome.map_err(|_| LoadError::Timeout(timeout))??;
 
-    let plt_ms = objects.iter().map(|o| o.completed_ms).fold(0.0, f64::max);
-    let frt_ms = objects
-        .iter()
-        .filter(|o| o.critical)
-        .map(|o| o.completed_ms)
-        .reduce(f64::max)
-        .unwrap_or(plt_ms);
-    Ok(LoadReport {
-        page: page.id.clone(),
-        transport: String::new(),
-        scheduler: String::new(),
-        scenario: String::new(),
-        mode: String::new(),
-        paths: 0,
-        frt_ms,
-        plt_ms,
-        bytes: objects.iter().map(|o| o.bytes).sum(),
-        per_path_bytes: Default::default(),
-        objects,
-        link_drops: Default::default(),
-    })
+    Ok(LoadReport::of_objects(page, objects))
 }
 
 /// Requests every object in discovery order and waits for all of them.
@@ -215,28 +240,12 @@ where
     O: quic::OpenStreams<Bytes> + Clone + Send + 'static,
     O::BidiStream: Send + 'static,
 {
-    let scale = if time_scale.is_finite() && time_scale > 0.0 {
-        time_scale
-    } else {
-        0.0
-    };
     let n = page.objects.len();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut timed: Vec<(Duration, usize)> = Vec::new();
-    for (i, o) in page.objects.iter().enumerate() {
-        match o.discovery {
-            Discovery::Document if i == 0 => {}
-            Discovery::After { parent } if parent < i => children[parent].push(i),
-            Discovery::AfterDocument(after) => {
-                let scaled = Duration::try_from_secs_f64(after.as_secs_f64() * scale);
-                timed.push((scaled.unwrap_or(LATEST).min(LATEST), i));
-            }
-            // A malformed model: treat as discovered with the document.
-            _ => timed.push((Duration::ZERO, i)),
-        }
-    }
-    timed.sort();
-    let main_document = page.main_document.min(n - 1);
+    let RequestPlan {
+        children,
+        timed,
+        main_document,
+    } = RequestPlan::new(page, time_scale);
 
     let mut reports: Vec<Option<ObjectReport>> = vec![None; n];
     let mut requested = vec![Duration::ZERO; n];

@@ -60,6 +60,7 @@ mod plain;
 mod report;
 mod run;
 mod server;
+pub mod sim;
 mod time;
 
 pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions};

@@ -63,6 +63,36 @@ pub struct LoadReport {
     pub link_drops: BTreeMap<usize, LinkDrops>,
 }
 
+impl LoadReport {
+    /// The report of a load of `page` whose objects completed as `objects` say: PLT is the
+    /// last completion, FRT the last of the critical objects (PLT if none is critical). Only
+    /// what the page load sees is filled in: `transport`, `scheduler`, `scenario` and `mode`
+    /// are empty, `paths` is 0 and `per_path_bytes` empty, for the caller.
+    pub(crate) fn of_objects(page: &crate::Page, objects: Vec<ObjectReport>) -> Self {
+        let plt_ms = objects.iter().map(|o| o.completed_ms).fold(0.0, f64::max);
+        let frt_ms = objects
+            .iter()
+            .filter(|o| o.critical)
+            .map(|o| o.completed_ms)
+            .reduce(f64::max)
+            .unwrap_or(plt_ms);
+        Self {
+            page: page.id.clone(),
+            transport: String::new(),
+            scheduler: String::new(),
+            scenario: String::new(),
+            mode: String::new(),
+            paths: 0,
+            frt_ms,
+            plt_ms,
+            bytes: objects.iter().map(|o| o.bytes).sum(),
+            per_path_bytes: Default::default(),
+            objects,
+            link_drops: Default::default(),
+        }
+    }
+}
+
 /// What one emulated path dropped in each direction: at its drop-tail queue, and by its
 /// configured random loss.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

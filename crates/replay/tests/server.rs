@@ -67,7 +67,9 @@ async fn get(conn: &mpquic_core::Connection, path: &str) -> (u16, Vec<u8>) {
         .body(())
         .unwrap();
     let mut stream = send.send_request(request).await.unwrap();
-    stream.finish().await.unwrap();
+    // On loopback the server can answer, and stop reading the request, before the finish is
+    // sent; finishing then fails, and the response still arrives.
+    let _ = stream.finish().await;
     let response = stream.recv_response().await.unwrap();
     let mut body = Vec::new();
     while let Some(mut chunk) = stream.recv_data().await.unwrap() {

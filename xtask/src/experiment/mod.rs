@@ -16,7 +16,7 @@
 //! `report.md` and SVG charts from every matching record, with the simulator's oracle bound
 //! per scenario and page.
 
-mod pages;
+pub(crate) mod pages;
 mod plot;
 mod raw;
 mod report;
@@ -356,12 +356,7 @@ impl Job<'_> {
     }
 }
 
-fn workspace_root() -> PathBuf {
-    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
-    xtask.parent().unwrap_or(xtask).to_path_buf()
-}
-
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
 }
 
@@ -372,7 +367,7 @@ fn command_line() -> String {
 }
 
 fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
-    let root = workspace_root();
+    let root = crate::ci::workspace_root();
     let out = args
         .out
         .clone()
@@ -728,7 +723,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         jobs.len(),
         plan.mode_note
     );
-    let root = workspace_root();
+    let root = crate::ci::workspace_root();
     if args.report_only && !jobs.is_empty() {
         eprintln!(
             "experiment: --report-only: {} run(s) of this matrix are not in raw.jsonl and are left out",
@@ -810,7 +805,7 @@ mod tests {
     fn a_hung_failed_or_garbled_page_client_is_a_failed_record() {
         let dir = std::env::temp_dir().join(format!("mq-exp-job-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let root = workspace_root();
+        let root = crate::ci::workspace_root();
         let pages = pages::resolve(&["bing-2013".to_owned()], &root, &dir).unwrap();
         let plan = Plan {
             scenarios: vec![Scenario::by_name("pb-low").unwrap()],

@@ -17,7 +17,7 @@ use quinn_proto::{
 };
 
 use crate::config::Config;
-use crate::connection::{send_window_target, session_end};
+use crate::connection::{send_window_target, session_end, CONTROL_PRIORITY};
 use crate::error::{codes, ConnectionError, ProtocolError};
 use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
 
@@ -303,7 +303,11 @@ impl End {
                     let path = self.paths.get_mut(&handle).expect("looked up above");
                     while let Some(id) = path.conn.streams().accept(dir) {
                         match dir {
-                            Dir::Bi => path.control = path.control.or(Some(id)),
+                            Dir::Bi if path.control.is_none() => {
+                                path.control = Some(id);
+                                path.prioritize_control();
+                            }
+                            Dir::Bi => {}
                             Dir::Uni => {
                                 path.chunks_in.insert(id, ChunkDecoder::default());
                             }
@@ -345,6 +349,7 @@ impl End {
         };
         let path = self.paths.get_mut(&handle).expect("the caller holds it");
         path.control = path.conn.streams().open(Dir::Bi);
+        path.prioritize_control();
         path.setup = Setup::Asked;
         let _ = first.encode(&mut path.control_out);
     }
@@ -639,6 +644,16 @@ impl SimPath {
             writer_blocked: false,
             send_window: 0,
             wait_until: None,
+        }
+    }
+
+    /// Control frames before any chunk, as in the quinn driver ([`CONTROL_PRIORITY`]).
+    fn prioritize_control(&mut self) {
+        if let Some(control) = self.control {
+            let _ = self
+                .conn
+                .send_stream(control)
+                .set_priority(CONTROL_PRIORITY);
         }
     }
 
