@@ -19,6 +19,7 @@
 // A command-line tool: its output is stdout.
 #![allow(clippy::print_stdout)]
 
+mod calibrate;
 mod ci;
 mod demo;
 mod experiment;
@@ -52,9 +53,12 @@ enum Command {
     /// Loads a bundled recorded page with every scheduler over HTTP/3 over mpquic on two
     /// emulated paths on loopback (pb-high) and prints FRT and PLT against lrf.
     Demo,
-    /// Runs every scheduler over a page in the simulator, repeated over seeds, and prints FRT
-    /// and PLT (mean ± sd) against lrf and the oracle lower bound.
+    /// Runs every scheduler over a page on the full-stack simulation, repeated over seeds, and
+    /// prints FRT and PLT (mean ± sd) against lrf and the oracle lower bound.
     Sim(SimArgs),
+    /// Loads the cells of an experiment's raw.jsonl on the simulation and reports how far the
+    /// simulated means are from the measured ones.
+    Calibrate(calibrate::CalibrateArgs),
     /// The page-load matrix (schedulers x scenarios x pages, FLD and MEH rows) with the
     /// oracle's bounds, a report and SVG charts under target/experiment/.
     Experiment(experiment::ExperimentArgs),
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Demo => demo::demo(),
         Command::Sim(args) => sim::sim(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Experiment(args) => experiment::experiment(&args),
         Command::Ci => ci::run().map_err(Failure::Ci),
         Command::Peers(args) => match peers::run(&args) {
