@@ -2,13 +2,17 @@
 //! real quinn-proto connections per path at both ends: deterministic, so exact expectations
 //! hold where loopback tests had to allow for the machine's load.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mpquic_core::sim::{Link, Pair, PathLinks};
-use mpquic_core::{Config, PathEvent, PathId};
+use mpquic_core::{Config, PathEvent, PathId, ReadError};
 use mpquic_netns::events::{EventAction, TimedEvent};
-use mpquic_netns::link::{self, LinkConfig};
-use mpquic_sched::{allocate, AllocPath, Bandwidth, PriorityBucket, PriorityBucketConfig};
+use mpquic_netns::link::{self, LinkConfig, Loss};
+use mpquic_sched::{
+    allocate, AllocPath, Bandwidth, PriorityBucket, PriorityBucketConfig, SchedulerKind,
+};
+use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
 /// The testbed's link model as a simulated link.
@@ -228,5 +232,184 @@ fn a_size_hinted_stream_is_split_in_the_allocators_proportions() {
             on(k),
             want(k)
         );
+    }
+}
+
+/// What the client does with a stream once its bytes are written: finish it, or reset it
+/// with code 7 after this many bytes.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Finish,
+    ResetAfter(usize),
+}
+
+/// What the server saw of a stream: its bytes, and how it ended (`Err`: reset with a code).
+#[derive(Debug, Default)]
+struct Received {
+    data: Vec<u8>,
+    end: Option<Result<(), u64>>,
+}
+
+/// Opens a client stream per entry of `streams`, writes and ends each as planned, and reads
+/// every stream at the server until it ends. Returns what the server saw, in opening order.
+fn exchange(pair: &mut Pair, streams: &[(Vec<u8>, End)], limit: Duration) -> Vec<Received> {
+    let now = pair.now();
+    let ids: Vec<u64> = streams
+        .iter()
+        .map(|_| pair.client.core.open(true, now).unwrap())
+        .collect();
+    let mut written = vec![0; streams.len()];
+    let mut ended = vec![false; streams.len()];
+    let mut received: BTreeMap<u64, Received> = BTreeMap::new();
+    let done = pair.run_until(limit, |pair| {
+        let now = pair.now();
+        for (k, (data, end)) in streams.iter().enumerate() {
+            if ended[k] {
+                continue;
+            }
+            let stop_at = match end {
+                End::Finish => data.len(),
+                End::ResetAfter(n) => (*n).min(data.len()),
+            };
+            while written[k] < stop_at {
+                let n = pair
+                    .client
+                    .core
+                    .write(ids[k], &data[written[k]..stop_at], now)
+                    .unwrap();
+                if n == 0 {
+                    break;
+                }
+                written[k] += n;
+            }
+            if written[k] == stop_at {
+                match end {
+                    End::Finish => pair.client.core.finish(ids[k], now).unwrap(),
+                    End::ResetAfter(_) => pair.client.core.reset(ids[k], 7, now).unwrap(),
+                }
+                ended[k] = true;
+            }
+        }
+        while let Some(id) = pair.server.core.accept(true) {
+            received.entry(id).or_default();
+        }
+        for (id, stream) in received.iter_mut().filter(|(_, r)| r.end.is_none()) {
+            while let Some(result) = pair.server.core.read(*id, usize::MAX) {
+                match result {
+                    Ok(Some(data)) => stream.data.extend_from_slice(&data),
+                    Ok(None) => {
+                        stream.end = Some(Ok(()));
+                        break;
+                    }
+                    Err(ReadError::Reset(code)) => {
+                        stream.end = Some(Err(code));
+                        break;
+                    }
+                    Err(e) => panic!("stream {id}: {e}"),
+                }
+            }
+        }
+        received.len() == ids.len() && received.values().all(|r| r.end.is_some())
+    });
+    assert!(done, "not every stream ended by {:?}", pair.elapsed());
+    ids.iter()
+        .map(|id| received.remove(id).unwrap_or_default())
+        .collect()
+}
+
+/// Checks the server saw each finished stream whole and each reset one as a reset, with at
+/// most the bytes written before it.
+fn check_delivery(streams: &[(Vec<u8>, End)], received: &[Received]) {
+    for (k, ((data, end), got)) in streams.iter().zip(received).enumerate() {
+        match end {
+            End::Finish => {
+                assert_eq!(got.end, Some(Ok(())), "stream {k} finished");
+                assert!(
+                    got.data == *data,
+                    "stream {k}: {} of {} bytes",
+                    got.data.len(),
+                    data.len()
+                );
+            }
+            End::ResetAfter(n) => {
+                assert_eq!(got.end, Some(Err(7)), "stream {k} was reset");
+                assert!(
+                    got.data.len() <= *n && data.starts_with(&got.data),
+                    "stream {k}"
+                );
+            }
+        }
+    }
+}
+
+/// `paths` paths of 20 Mbit/s, one way 5 ms more each, with `loss` on every direction.
+fn paths_with_loss(paths: usize, loss: f64, seed: u64) -> Vec<PathLinks> {
+    (0..paths as u64)
+        .map(|k| {
+            let config = |direction: u64| {
+                let mut c = LinkConfig::new(20_000_000, Duration::from_millis(5 + 5 * k));
+                c.loss = if loss > 0.0 {
+                    Loss::Bernoulli(loss)
+                } else {
+                    Loss::None
+                };
+                c.seed = seed * 16 + 2 * k + direction;
+                c
+            };
+            (emulated(config(0)), emulated(config(1)))
+        })
+        .collect()
+}
+
+#[test]
+fn every_scheduler_delivers_streams_of_every_size_over_one_two_and_four_paths() {
+    let sizes = [0, 1, 1200, 100_000, 1_000_000];
+    let streams: Vec<(Vec<u8>, End)> = sizes.iter().map(|&n| (payload(n), End::Finish)).collect();
+    for kind in SchedulerKind::ALL {
+        for paths in [1, 2, 4] {
+            let mut config = Config::default();
+            config.scheduler(kind.name()).unwrap();
+            let mut pair = Pair::new(&config, &config, paths_with_loss(paths, 0.0, 1), 1).unwrap();
+            assert!(
+                pair.connect(Duration::from_secs(2)),
+                "{} over {paths}",
+                kind.name()
+            );
+            let received = exchange(&mut pair, &streams, Duration::from_secs(20));
+            check_delivery(&streams, &received);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random streams, ends, loss and a path that may die: every finished stream arrives
+    /// whole, every reset one as a reset, whatever the scheduler.
+    #[test]
+    fn streams_are_delivered_whatever_the_loss_resets_and_path_deaths(
+        plans in proptest::collection::vec((0usize..1_000_000, proptest::option::of(0usize..1_000_000)), 1..6),
+        loss in prop_oneof![Just(0.0), 0.0..0.03],
+        // After both paths are up (about 60 ms), mostly while data flows.
+        path_dies_at in proptest::option::of(100u64..1_000),
+        kind in proptest::sample::select(SchedulerKind::ALL.to_vec()),
+        seed in 0u64..1_000,
+    ) {
+        let streams: Vec<(Vec<u8>, End)> = plans
+            .iter()
+            .map(|&(len, reset)| (payload(len), reset.map_or(End::Finish, End::ResetAfter)))
+            .collect();
+        let mut links = paths_with_loss(2, loss, seed);
+        if let Some(ms) = path_dies_at {
+            let mut config = LinkConfig::new(20_000_000, Duration::from_millis(10));
+            config.events = vec![TimedEvent { at: Duration::from_millis(ms), action: EventAction::Down }];
+            links[1] = (emulated(config.clone()), emulated(config));
+        }
+        let mut config = Config::default();
+        config.scheduler(kind.name()).unwrap();
+        let mut pair = Pair::new(&config, &config, links, seed).unwrap();
+        prop_assert!(pair.connect(Duration::from_secs(2)));
+        let received = exchange(&mut pair, &streams, Duration::from_secs(60));
+        check_delivery(&streams, &received);
     }
 }
