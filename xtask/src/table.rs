@@ -1,6 +1,5 @@
 //! The multi-run table: per scheduler FRT and PLT as mean ± sample standard deviation (ms),
-//! the reduction of each mean against lrf's mean, and the oracle's bounds last. The library's
-//! `Comparison::render_table` stays the one-run table.
+//! the reduction of each mean against lrf's mean, and the oracle's bounds last.
 
 use std::fmt::Write as _;
 

@@ -3,8 +3,9 @@
 //! testbed's link model ([`mpquic_netns::link`]), on simulated time.
 //!
 //! The browser's side requests objects in the order of the loopback and namespace runs
-//! ([`RequestPlan`]); the server answers each request with its recorded size, after telling the
-//! core the object's urgency and the response's size, as the page server does. HTTP/3 itself
+//! (`RequestPlan` in `client.rs`); the server answers each request with its recorded size,
+//! after telling the core the object's urgency and the response's size, as the page server
+//! does. HTTP/3 itself
 //! is not run: a request is one bidirectional stream carrying bytes the size of its HEADERS
 //! frame, and a response the size of its HEADERS frame, the DATA frame's header and the body
 //! ([`request_len`], [`response_len`]). A load takes a fraction of a second of CPU, so every

@@ -1,5 +1,6 @@
 //! A lower bound on the first rendering time and the page load time of a page over given
-//! paths, that no scheduler (and no congestion controller) can beat in the simulator.
+//! paths, that no scheduler (and no congestion controller) can beat on links of those rates
+//! and delays.
 //!
 //! # The bound
 //!
@@ -9,8 +10,8 @@
 //!
 //! 1. Release times. The request for object k leaves the client at its start offset, or when
 //!    its parent has completed plus the delay. It reaches the server no earlier than
-//!    `o_min = min_i o_i` later (requests take the lowest one-way delay in the simulator and
-//!    are never queued or lost). So its bytes are available at the server no earlier than
+//!    `o_min = min_i o_i` later, whichever path it takes (and even if it is never queued or
+//!    lost). So its bytes are available at the server no earlier than
 //!    `r_k = start_k + o_min`, where a parent's completion is replaced by the parent's own lower
 //!    bound (by induction over the page order, parents first).
 //! 2. One object. Its `size_k` bytes must all cross after `r_k`, so it completes no earlier
@@ -24,23 +25,23 @@
 //! Using lower bounds of the release times in 3 only removes objects from each threshold's
 //! set, which only lowers the bound, so it stays valid.
 //!
-//! Why the simulator cannot do better: a link serializes at exactly its rate and adds exactly
-//! its delay; each byte must be delivered at least once; slow start, the congestion window,
-//! queueing, losses and re-sends, acknowledgement clocking, and a scheduler's waiting only
-//! delay bytes or add more of them. The FRT and PLT bounds are each valid on their own, even
+//! Why no transport can do better: a link (the simulator's, or the testbed's emulated one)
+//! serializes at most at its rate and adds at least its delay; each byte must be delivered at
+//! least once; headers, slow start, the congestion window, queueing, losses and re-sends,
+//! acknowledgement clocking, and a scheduler's waiting only delay bytes or add more of them. The FRT and PLT bounds are each valid on their own, even
 //! though no single schedule may reach both; neither is claimed to be tight.
 //!
 //! # What it leaves out
 //!
 //! The bound holds for any congestion controller, so it ignores slow start, which dominates
-//! short page loads: a fresh path starts with ten packets of window and at most doubles it per
-//! round trip, so the 40 Mbit/s, 50 ms path of `pb-high` can deliver a few tens of kB in the
+//! short page loads: a fresh path that starts with ten packets of window and at most doubles it
+//! per round trip lets the 40 Mbit/s, 50 ms path of `pb-high` deliver a few tens of kB in the
 //! first round trips where the fluid pipe counts hundreds. A bound that also capped each
 //! path's deliveries by that growth (initial window, window grown by at most the bytes
 //! acknowledged, acks a round trip behind, plus the two probe packets a timeout allows) would
-//! still hold in this simulator and be far tighter (a rough calculation for `pb-high` /
-//! `youtube-2013` gives about 118 ms FRT and 186 ms PLT instead of 70 and 96), at the price of
-//! depending on the controller's start. Read the oracle's row as "no transport could do better",
+//! be far tighter (a rough calculation for `pb-high` / `youtube-2013` with NewReno's start gives
+//! about 118 ms FRT and 186 ms PLT instead of 70 and 96), at the price of depending on the
+//! controller's start. Read the oracle's row as "no transport could do better",
 //! not as "a scheduler could reach this".
 
 use std::time::Duration;
@@ -187,6 +188,44 @@ mod tests {
             oracle(&config, &large).unwrap().plt,
             ms(10.0 + 110.0)
         ));
+    }
+
+    #[test]
+    fn paths_and_pages_it_cannot_bound_are_errors() {
+        let mut page = Page::new("one");
+        page.push(Object::new("a", 1000));
+        assert!(matches!(
+            oracle(&SimConfig::new(), &page),
+            Err(SimError::InvalidConfig(_))
+        ));
+        let mut config = SimConfig::new();
+        config.add_path(PathConfig::new(0, Duration::from_millis(10)));
+        assert!(matches!(
+            oracle(&config, &page),
+            Err(SimError::InvalidPath { index: 0, .. })
+        ));
+        config.path_mut(0).unwrap().set_rate(8_000_000);
+        assert!(matches!(
+            oracle(&config, &Page::new("empty")),
+            Err(SimError::InvalidPage { .. })
+        ));
+        oracle(&config, &page).unwrap();
+    }
+
+    #[test]
+    fn every_builtin_page_is_bounded_on_every_scenario() {
+        for scenario in crate::sim::Scenario::ALL {
+            let config = SimConfig::from_scenario(scenario);
+            for name in Page::BUILTIN {
+                let page = Page::builtin(name).unwrap();
+                let bound = oracle(&config, &page).unwrap();
+                assert_eq!(bound.objects.len(), page.objects.len());
+                // Both pages have critical objects; the PLT waits for every object.
+                let frt = bound.frt.unwrap();
+                assert!(frt > Duration::ZERO && frt <= bound.plt);
+                assert!(bound.objects.iter().all(|&o| o <= bound.plt));
+            }
+        }
     }
 
     #[test]

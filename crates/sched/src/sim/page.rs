@@ -1,4 +1,4 @@
-//! A web page as the simulator loads it: objects with a size, an urgency, whether they block
+//! A web page as a page-load experiment loads it: objects with a size, an urgency, whether they block
 //! the first rendering, and when the browser asks for them.
 
 use std::time::Duration;
@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::SimError;
 use crate::Urgency;
 
-/// The largest object the simulator loads (1 GiB): far beyond any web object, and small enough
+/// The largest object a page may have (1 GiB): far beyond any web object, and small enough
 /// that no sum of sizes can overflow.
 pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
 
@@ -126,7 +126,7 @@ impl Page {
         self.objects.iter().filter(|o| o.critical).count()
     }
 
-    /// Checks that the simulator can load the page: 1 to [`MAX_OBJECTS`] objects, every object
+    /// Checks that the page can be loaded: 1 to [`MAX_OBJECTS`] objects, every object
     /// of 1 to [`MAX_OBJECT_BYTES`] bytes, every parent listed before its child (which also
     /// rules out cycles), start offsets and delays within an hour.
     pub fn validate(&self) -> Result<(), SimError> {
@@ -143,7 +143,7 @@ impl Page {
         for (index, object) in self.objects.iter().enumerate() {
             if object.size > MAX_OBJECT_BYTES {
                 return Err(fail(format!(
-                    "object {index} ({}) has {} bytes; at most {MAX_OBJECT_BYTES} are simulated",
+                    "object {index} ({}) has {} bytes; at most {MAX_OBJECT_BYTES} are allowed",
                     object.name, object.size
                 )));
             }

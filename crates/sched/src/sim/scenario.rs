@@ -1,8 +1,9 @@
 //! Scenario presets from the papers: per-path rate, one-way delay and random loss.
 //!
-//! The table is transport-agnostic on purpose: the simulator turns a row into
-//! [`SimConfig`](super::SimConfig) paths, and the netns testbed is meant to turn the same row into
-//! emulated links, so both measure the same thing under the same name.
+//! The table is transport-agnostic on purpose: the simulator (`mpquic_replay::sim`) and the
+//! netns testbed turn the same row into links, and the oracle into
+//! [`SimConfig`](super::SimConfig) paths, so all of them measure the same thing under the same
+//! name.
 //!
 //! Conversions made from the papers' numbers:
 //! - \[PB\] Table 2 gives round-trip times, so the one-way delay here is half of them.
@@ -236,6 +237,14 @@ mod tests {
         // 40 Mbit/s over 50 ms is 250 kB; 10 Mbit/s over 10 ms is below the 64 kB floor.
         assert_eq!(s.paths[1].default_queue_bytes(), 250_000);
         assert_eq!(s.paths[0].default_queue_bytes(), MIN_QUEUE_BYTES);
+    }
+
+    #[test]
+    fn bdp_saturates_instead_of_overflowing() {
+        assert_eq!(bdp_bytes(u64::MAX, Duration::MAX), u64::MAX);
+        // 8 Mbit/s = 1 MB/s over a 10 ms one-way delay (20 ms round trip).
+        assert_eq!(bdp_bytes(8_000_000, ms(10)), 20_000);
+        assert_eq!(default_queue_bytes(8_000_000, ms(10)), MIN_QUEUE_BYTES);
     }
 
     #[test]
