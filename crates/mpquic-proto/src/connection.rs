@@ -604,7 +604,12 @@ impl Connection {
     }
 
     /// Turns a grant into chunks: re-sends first, then new bytes.
-    fn take_grant(&mut self, path: PathId, stream: StreamId, bytes: u64) -> Option<ChunkWork> {
+    pub(crate) fn take_grant(
+        &mut self,
+        path: PathId,
+        stream: StreamId,
+        bytes: u64,
+    ) -> Option<ChunkWork> {
         let send = self.streams.get_mut(&stream.0)?.send.as_mut()?;
         if send.reset.is_some() {
             return None;

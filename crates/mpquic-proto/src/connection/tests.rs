@@ -219,3 +219,204 @@ proptest! {
         }
     }
 }
+
+// ---- bad input from the peer: pure input -> typed error, no panic ----
+
+/// A server that knows one path, on [`receiver`]'s windows.
+fn server_with_a_path(now: Instant) -> Connection {
+    #[derive(Debug)]
+    struct Idle;
+    impl PathTelemetry for Idle {
+        fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
+            let rate = mpquic_sched::Bandwidth::from_bits_per_sec(10e6).expect("positive");
+            let mut snapshot = PathSnapshot::new(id, Duration::from_millis(10), rate, 100_000);
+            snapshot.status = status;
+            snapshot
+        }
+        fn one_way_delay(&self) -> Duration {
+            Duration::from_millis(5)
+        }
+        fn ack_wait(&self) -> (Option<Instant>, Duration) {
+            (None, Duration::from_millis(10))
+        }
+        fn generation(&self) -> u64 {
+            0
+        }
+        fn set_app_limited(&self, _: bool) {}
+        fn datagram_bytes_received(&self) -> u64 {
+            0
+        }
+    }
+    let mut conn = receiver(now);
+    conn.add_path(PATH, Box::new(Idle), PathStatus::Available, now)
+        .unwrap();
+    conn
+}
+
+const PATH: PathId = PathId(0);
+
+fn chunk(conn: &mut Connection, stream: u64, offset: u64, len: u64) -> Result<(), ProtocolError> {
+    let data: Vec<u8> = (offset..offset + len).map(byte_at).collect();
+    conn.on_chunk(PATH, stream, offset, Bytes::from(data), Instant::now())
+}
+
+#[test]
+fn a_chunk_beyond_the_stream_window_is_refused() {
+    let mut conn = server_with_a_path(Instant::now());
+    let error = chunk(&mut conn, uni(0), STREAM_WINDOW - 10, 11).unwrap_err();
+    assert_eq!(
+        error,
+        ProtocolError::StreamWindow {
+            stream: uni(0),
+            end: STREAM_WINDOW + 1,
+            limit: STREAM_WINDOW
+        }
+    );
+}
+
+#[test]
+fn overlapping_chunks_with_different_bytes_are_refused() {
+    let mut conn = server_with_a_path(Instant::now());
+    chunk(&mut conn, uni(0), 100, 50).unwrap();
+    let other = Bytes::from(vec![!byte_at(120); 10]);
+    let error = conn
+        .on_chunk(PATH, uni(0), 120, other, Instant::now())
+        .unwrap_err();
+    assert!(matches!(error, ProtocolError::ConflictingData { stream, .. } if stream == uni(0)));
+}
+
+#[test]
+fn a_chunk_for_a_stream_this_side_never_opened_is_refused() {
+    let mut conn = server_with_a_path(Instant::now());
+    let ours = stream_id(Side::Server, UNI, 0);
+    assert_eq!(
+        chunk(&mut conn, ours, 0, 10).unwrap_err(),
+        ProtocolError::StreamState(ours)
+    );
+}
+
+#[test]
+fn a_stream_beyond_the_stream_limit_is_refused() {
+    let mut conn = server_with_a_path(Instant::now());
+    assert_eq!(
+        chunk(&mut conn, uni(100), 0, 1).unwrap_err(),
+        ProtocolError::StreamLimit(uni(100))
+    );
+}
+
+#[test]
+fn resets_beyond_the_window_or_the_varint_range_are_refused() {
+    for final_size in [STREAM_WINDOW + 1, MAX_VARINT, u64::MAX] {
+        let mut conn = server_with_a_path(Instant::now());
+        let reset = Frame::ResetStream {
+            stream: uni(0),
+            code: 7,
+            final_size,
+        };
+        let error = conn.on_frame(PATH, reset, Instant::now()).unwrap_err();
+        assert!(
+            matches!(error, ProtocolError::StreamWindow { end, .. } if end == final_size),
+            "final size {final_size}: {error:?}"
+        );
+    }
+}
+
+#[test]
+fn a_final_size_below_what_arrived_or_changed_is_refused() {
+    let mut conn = server_with_a_path(Instant::now());
+    chunk(&mut conn, uni(0), 0, 100).unwrap();
+    let fin = |final_size| Frame::Fin {
+        stream: uni(0),
+        final_size,
+    };
+    assert_eq!(
+        conn.on_frame(PATH, fin(50), Instant::now()).unwrap_err(),
+        ProtocolError::FinalSize(uni(0))
+    );
+    conn.on_frame(PATH, fin(100), Instant::now()).unwrap();
+    assert_eq!(
+        conn.on_frame(PATH, fin(120), Instant::now()).unwrap_err(),
+        ProtocolError::FinalSize(uni(0))
+    );
+    assert_eq!(
+        chunk(&mut conn, uni(0), 100, 1).unwrap_err(),
+        ProtocolError::FinalSize(uni(0))
+    );
+}
+
+#[test]
+fn session_frames_after_the_setup_are_refused() {
+    let mut conn = server_with_a_path(Instant::now());
+    let frame = Frame::Joined { path: 3 };
+    assert!(matches!(
+        conn.on_frame(PATH, frame, Instant::now()).unwrap_err(),
+        ProtocolError::UnexpectedFrame(_)
+    ));
+}
+
+#[test]
+fn an_ack_of_data_never_sent_is_refused() {
+    let now = Instant::now();
+    let mut conn = server_with_a_path(now);
+    let ours = conn.open(true, now).unwrap();
+    conn.write(ours, &[1; 100], now).unwrap();
+    let ack = Frame::DataAck {
+        stream: ours,
+        offset: 1_000,
+        fin: false,
+    };
+    assert!(matches!(
+        conn.on_frame(PATH, ack, now).unwrap_err(),
+        ProtocolError::UnexpectedFrame(_)
+    ));
+}
+
+/// The hardening issue's defect 2: single bytes behind a hole cost far more memory than they
+/// count against the window; the receiver closes the connection before it holds more than
+/// twice a window's worth.
+#[test]
+fn single_bytes_behind_a_hole_are_refused_before_they_cost_twice_the_window() {
+    let mut conn = server_with_a_path(Instant::now());
+    let error = (1..STREAM_WINDOW)
+        .step_by(2)
+        .find_map(|offset| chunk(&mut conn, uni(0), offset, 1).err())
+        .expect("refused before the window is filled");
+    assert!(
+        matches!(error, ProtocolError::ExcessiveBuffering { limit, .. } if limit == 2 * STREAM_WINDOW),
+        "{error:?}"
+    );
+}
+
+/// The hardening issue's defect 3: the credit of a reset stream's buffered bytes comes back
+/// when the application reads the reset, so later streams still fit the window.
+#[test]
+fn a_reset_streams_credit_returns_when_its_reset_is_read() {
+    let now = Instant::now();
+    let mut conn = server_with_a_path(now);
+    let per_stream = WINDOW / 2;
+    for k in 0..2 {
+        chunk(&mut conn, uni(k), 0, per_stream.min(STREAM_WINDOW)).unwrap();
+        let reset = Frame::ResetStream {
+            stream: uni(k),
+            code: 9,
+            final_size: per_stream.min(STREAM_WINDOW),
+        };
+        conn.on_frame(PATH, reset, now).unwrap();
+        assert_eq!(conn.accept(true), Some(uni(k)));
+        assert_eq!(
+            conn.read(uni(k), usize::MAX),
+            Some(Err(ReadError::Reset(9)))
+        );
+    }
+    // Whatever limit the receiver announces now, a stream of a window's worth fits it.
+    let announced = conn
+        .poll_control(now)
+        .into_iter()
+        .find_map(|(_, frame)| match frame {
+            Frame::MaxData { max } => Some(max),
+            _ => None,
+        })
+        .expect("the window was raised");
+    assert!(announced >= 2 * per_stream.min(STREAM_WINDOW) + STREAM_WINDOW);
+    chunk(&mut conn, uni(2), 0, STREAM_WINDOW).unwrap();
+}
