@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use mpquic_netns::topology::{self, Side, Topology};
 
-use crate::report::LoadReport;
+use crate::report::{LinkDrops, LoadReport};
 use crate::run::{RunConfig, RunError};
 
 /// The page server's UDP port in the server namespace.
@@ -133,6 +133,7 @@ pub fn load_netns(
     std::thread::sleep(Duration::from_millis(200));
     let mut reports = Vec::with_capacity(reps);
     for _ in 0..reps {
+        let before = testbed.stats();
         let output = client_command(&testbed, exe, &servers, &clients, &cert, client_args)
             .output()
             .map_err(|e| RunError::Connect(format!("starting the client: {e}")))?;
@@ -145,8 +146,15 @@ pub fn load_netns(
         }
         let text = String::from_utf8_lossy(&output.stdout);
         let line = text.lines().last().unwrap_or_default();
-        let report: LoadReport = serde_json::from_str(line)
+        let mut report: LoadReport = serde_json::from_str(line)
             .map_err(|e| RunError::Connect(format!("client output {line:?}: {e}")))?;
+        for (k, (before, after)) in before.iter().zip(&testbed.stats()).enumerate() {
+            if indices.contains(&k) {
+                report
+                    .link_drops
+                    .insert(k, LinkDrops::between(before, after));
+            }
+        }
         reports.push(report);
     }
     drop(server);

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use mpquic_netns::relay::PathStats;
 use serde::{Deserialize, Serialize};
 
 /// One object of a page load.
@@ -57,8 +58,8 @@ pub struct LoadReport {
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
     /// Datagrams the emulated links dropped during the load, per scenario path index, to tell
-    /// what the queues and the random loss took. Only loopback loads fill it: their relays run
-    /// in the loading process, the namespace testbed's emulator does not.
+    /// what the queues and the random loss took. Loopback and namespace-testbed loads fill it;
+    /// the simulation has its own counters.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub link_drops: BTreeMap<usize, LinkDrops>,
 }
@@ -105,6 +106,30 @@ pub struct LinkDrops {
     pub downlink_queue: u64,
     /// Server to client, random loss.
     pub downlink_loss: u64,
+}
+
+impl LinkDrops {
+    /// What a path's emulator dropped between two readings of its counters.
+    pub(crate) fn between(before: &PathStats, after: &PathStats) -> Self {
+        Self {
+            uplink_queue: after
+                .uplink
+                .dropped_queue
+                .saturating_sub(before.uplink.dropped_queue),
+            uplink_loss: after
+                .uplink
+                .dropped_loss
+                .saturating_sub(before.uplink.dropped_loss),
+            downlink_queue: after
+                .downlink
+                .dropped_queue
+                .saturating_sub(before.downlink.dropped_queue),
+            downlink_loss: after
+                .downlink
+                .dropped_loss
+                .saturating_sub(before.downlink.dropped_loss),
+        }
+    }
 }
 
 /// What a report without `transport` (written before the quinn baseline) was loaded over.

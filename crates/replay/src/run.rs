@@ -9,7 +9,7 @@ use std::sync::Arc;
 use mpquic_core::{Config, ConfigError, CongestionControl, Connection, Endpoint, PathStatus};
 use mpquic_netns::error::NetnsError;
 use mpquic_netns::loopback::relay_paths;
-use mpquic_netns::relay::Relay;
+use mpquic_netns::relay::{PathStats, Relay};
 use mpquic_sched::meh::{paths_for_page, MehError, MehModel, NetworkCondition, PagePlan};
 use mpquic_sched::sim::Scenario;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -422,17 +422,10 @@ pub async fn load_remote(
     let fronts: Vec<SocketAddr> = indices.iter().map(|&k| relay.local_addrs()[k]).collect();
     let locals: Vec<SocketAddr> = indices.iter().map(|&k| loopback_local(k)).collect();
     let mut report = load_direct(page, run, &locals, &fronts, cert).await?;
-    for (k, path) in relay.stats().into_iter().enumerate() {
+    for (k, path) in relay.stats().iter().enumerate() {
         if indices.contains(&k) {
-            report.link_drops.insert(
-                k,
-                LinkDrops {
-                    uplink_queue: path.uplink.dropped_queue,
-                    uplink_loss: path.uplink.dropped_loss,
-                    downlink_queue: path.downlink.dropped_queue,
-                    downlink_loss: path.downlink.dropped_loss,
-                },
-            );
+            let drops = LinkDrops::between(&PathStats::default(), path);
+            report.link_drops.insert(k, drops);
         }
     }
     Ok(report)
