@@ -26,8 +26,8 @@
 //! The JSON (`--reps 1`): `page`, `transport` (`mpquic` or `quinn`), `scheduler` (`quinn` for
 //! quinn), `scenario`, `mode`, `paths` (1 for quinn), `frt_ms`, `plt_ms`, `bytes`,
 //! `per_path_bytes` (by the connection's path id; empty for quinn) and `objects` (each with `url`, `key`,
-//! `size`, `bytes`, `status`, `critical`, `urgency`, `requested_ms`, `completed_ms`), and in
-//! loopback mode `link_drops` (by scenario path index: datagrams the emulated links dropped at
+//! `size`, `bytes`, `status`, `critical`, `urgency`, `requested_ms`, `completed_ms`), and
+//! `link_drops` (by scenario path index: datagrams the emulated links dropped at
 //! their queue and by their random loss, in each direction). With
 //! `--reps N` > 1: `reps`, `frt_ms` and `plt_ms` as `{mean, sd}`, and every load in `runs`.
 //! The exit code is non-zero when a load fails (a timeout, a wrong size, a status other than
