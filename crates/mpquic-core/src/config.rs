@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_proto::wire::Params;
-use mpquic_proto::TransportConfig;
+use mpquic_proto::{ReinjectionConfig, TransportConfig};
 use mpquic_sched::{Scheduler, SchedulerKind, MAX_PATHS};
 use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 
@@ -180,6 +180,7 @@ pub struct Config {
     pub(crate) max_concurrent_uni_streams: u64,
     pub(crate) path_failure_rtts: u32,
     pub(crate) path_failure_floor: Duration,
+    pub(crate) reinjection: ReinjectionConfig,
     pub(crate) rtt_prior: Duration,
     pub(crate) bandwidth_prior: f64,
     pub(crate) congestion: CongestionControl,
@@ -203,6 +204,7 @@ impl Default for Config {
             max_concurrent_uni_streams: 1024,
             path_failure_rtts: 10,
             path_failure_floor: Duration::from_secs(1),
+            reinjection: ReinjectionConfig::default(),
             rtt_prior: Duration::from_millis(100),
             bandwidth_prior: 1_250_000.0,
             congestion: CongestionControl::default(),
@@ -354,6 +356,25 @@ impl Config {
         Ok(self)
     }
 
+    /// When bytes in flight on one path are sent again on another: on loss, for urgent
+    /// streams within a budget, and when a path acknowledges nothing for a probe timeout.
+    ///
+    /// # Default
+    /// [`ReinjectionConfig::default`]: urgency 0 and 1, 3% budget over 16 KiB, suspicion on.
+    ///
+    /// # Errors
+    /// A budget that is negative or not a number.
+    pub fn reinjection(
+        &mut self,
+        reinjection: ReinjectionConfig,
+    ) -> Result<&mut Self, ConfigError> {
+        if reinjection.budget.is_nan() || reinjection.budget < 0.0 {
+            return Err(ConfigError::Invalid("reinjection budget"));
+        }
+        self.reinjection = reinjection;
+        Ok(self)
+    }
+
     /// The RTT assumed for a new path before it is measured (\[PB\] 4.1, prior knowledge).
     ///
     /// # Default
@@ -479,6 +500,7 @@ impl Config {
             delivery_credit: self.delivery_credit(),
             path_failure_rtts: self.path_failure_rtts,
             path_failure_floor: self.path_failure_floor,
+            reinjection: self.reinjection,
         }
     }
 

@@ -80,6 +80,6 @@ pub use error::{
     codes, ConfigError, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError,
     ReadToEndError, WriteError,
 };
-pub use mpquic_proto::{wire, PathEvent, Side};
+pub use mpquic_proto::{wire, PathEvent, ReinjectionConfig, ReinjectionStats, Side};
 pub use mpquic_sched::{PathId, PathStatus, StreamId};
 pub use stream::{RecvStream, SendStream};

@@ -133,6 +133,13 @@ impl SendStream {
     pub fn resent_bytes(&self) -> u64 {
         self.counters.resent()
     }
+
+    /// Bytes of this stream sent again on another path while their first copy was in flight:
+    /// lost on a slower path while the stream was urgent, or on a suspected path
+    /// ([`ReinjectionConfig`](crate::ReinjectionConfig)).
+    pub fn reinjected_bytes(&self) -> u64 {
+        self.counters.reinjected()
+    }
 }
 
 impl Drop for SendStream {

@@ -373,6 +373,10 @@ impl CoreTelemetry {
     }
 }
 
+/// How long the peer may hold an acknowledgement: quinn's `max_ack_delay`, RFC 9000's default
+/// (section 18.2), which the paths do not change.
+const PEER_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
+
 impl mpquic_proto::PathTelemetry for CoreTelemetry {
     fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
         self.telemetry.snapshot(id, status)
@@ -386,6 +390,16 @@ impl mpquic_proto::PathTelemetry for CoreTelemetry {
     fn ack_wait(&self) -> (Option<Instant>, Duration) {
         let t = self.telemetry.lock();
         (t.unacked_since, t.rtt.srtt())
+    }
+
+    fn probe_timeout(&self) -> Duration {
+        let t = self.telemetry.lock();
+        let variation = (t.rtt.rttvar() * 4).max(Duration::from_millis(1));
+        t.rtt.srtt() + variation + PEER_MAX_ACK_DELAY
+    }
+
+    fn lost_bytes(&self) -> u64 {
+        self.telemetry.lock().lost_bytes
     }
 
     fn generation(&self) -> u64 {

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, PathSnapshot, PathStatus, Scheduler, StreamId, StreamMeta, Urgency};
+use mpquic_sched::{
+    PathId, PathSnapshot, PathStatus, Reinjection, Scheduler, StreamId, StreamMeta, Urgency,
+};
 
 use crate::error::{codes, ConnectionError, ProtocolError, ReadError, WriteError};
 use crate::path::{Path, PathCounters, PathEvent, PathTelemetry};
@@ -22,6 +24,7 @@ use crate::pending_acks::PendingAcks;
 use crate::reassembly::ReassemblyError;
 use crate::receive_window::ReceiveWindow;
 use crate::recv::RecvState;
+use crate::reinjection::{Cause, ReinjectionConfig, ReinjectionStats};
 use crate::send::{ChunkWork, SendState, StreamCounters};
 use crate::send_buffer::{RangeSet, SendBuffer};
 use crate::wire::{Frame, Params, MAX_VARINT};
@@ -134,6 +137,8 @@ pub struct TransportConfig {
     pub path_failure_rtts: u32,
     /// ...and at least this long.
     pub path_failure_floor: Duration,
+    /// When bytes in flight on one path are sent again on another.
+    pub reinjection: ReinjectionConfig,
 }
 
 /// A path the connection does not have up.
@@ -174,6 +179,9 @@ pub struct Connection {
     paths_to_wake: BTreeSet<PathId>,
     /// The server's next path id.
     next_path_id: u32,
+    reinjection: ReinjectionStats,
+    /// Streams with bytes waiting to be re-injected (`SendState::reinject`).
+    reinjecting: BTreeSet<u64>,
 }
 
 impl Connection {
@@ -212,6 +220,8 @@ impl Connection {
             actions: VecDeque::new(),
             paths_to_wake: BTreeSet::new(),
             next_path_id: 0,
+            reinjection: ReinjectionStats::default(),
+            reinjecting: BTreeSet::new(),
             config,
         }
     }
@@ -244,6 +254,11 @@ impl Connection {
     /// What the scheduler sees of a path that is up: its estimates, window and bytes in flight.
     pub fn path_snapshot(&self, path: PathId) -> Option<PathSnapshot> {
         Some(self.paths.get(&path)?.snapshot(path))
+    }
+
+    /// What re-injection did so far, and the redundant bytes received.
+    pub fn reinjection_stats(&self) -> ReinjectionStats {
+        self.reinjection
     }
 
     /// How many paths are up.
@@ -300,6 +315,7 @@ impl Connection {
             .iter()
             .min_by_key(|(_, p)| {
                 (
+                    p.suspected.is_some(),
                     p.status != PathStatus::Available,
                     p.telemetry.one_way_delay(),
                 )
@@ -530,6 +546,7 @@ impl Connection {
         send.reset = Some(code);
         send.buf = SendBuffer::default();
         send.resend = RangeSet::default();
+        send.reinject = RangeSet::default();
         send.in_flight.clear();
         if send.wake() {
             self.actions.push_back(Action::WakeWriter(id));
@@ -631,28 +648,16 @@ impl Connection {
             ranges.push(send.next_fresh..send.next_fresh + fresh);
             send.next_fresh += fresh;
         }
-        let mut pieces = Vec::with_capacity(ranges.len());
-        let mut sent = 0;
-        for range in ranges {
-            let start = range.start.max(send.acked);
-            if start >= range.end {
-                continue;
-            }
-            send.in_flight.insert(start, (range.end, path));
-            sent += range.end - start;
-            pieces.push((start, send.buf.slice(start..range.end)));
-        }
-        send.counters.add(path, sent);
-        let work = ChunkWork {
-            stream: stream.0,
-            priority: send.quinn_priority(),
-            pieces,
-            all_granted: send.all_granted(),
-        };
+        let (work, sent) = send.send_ranges(path, ranges);
+        self.count_sent(path, sent);
+        Some(work)
+    }
+
+    fn count_sent(&mut self, path: PathId, sent: u64) {
+        self.reinjection.sent = self.reinjection.sent.saturating_add(sent);
         if let Some(entry) = self.paths.get_mut(&path) {
             entry.counters.bytes_sent = entry.counters.bytes_sent.saturating_add(sent);
         }
-        Some(work)
     }
 
     fn on_data_ack(
@@ -687,6 +692,7 @@ impl Connection {
             send.acked = offset;
             send.buf.ack_to(offset);
             send.resend.remove_below(offset);
+            send.reinject.remove_below(offset);
             while let Some(entry) = send.in_flight.first_entry() {
                 let (end, _) = *entry.get();
                 if end <= offset {
@@ -762,6 +768,7 @@ impl Connection {
             return Ok(());
         }
         let before = recv.reasm.footprint();
+        let buffered_before = recv.reasm.buffered() + recv.reasm.read_offset();
         recv.reasm
             .insert(offset, data, recv.max_stream_data)
             .map_err(|e| match e {
@@ -779,6 +786,11 @@ impl Connection {
                     limit: recv.max_stream_data,
                 },
             })?;
+        let new_bytes = (recv.reasm.buffered() + recv.reasm.read_offset()) - buffered_before;
+        self.reinjection.duplicate_received = self
+            .reinjection
+            .duplicate_received
+            .saturating_add(len.saturating_sub(new_bytes));
         let footprint = recv.reasm.footprint();
         let stream_limit = self.local_params.max_stream_data.saturating_mul(2);
         if footprint > stream_limit {
@@ -1176,6 +1188,7 @@ impl Connection {
             return;
         };
         self.scheduler.on_path_removed(now, path);
+        self.retarget_reinjections(path, now);
         self.actions.push_back(Action::PathDown {
             path,
             reason,
@@ -1187,21 +1200,10 @@ impl Connection {
                 continue;
             };
             if let Some(send) = stream.send.as_mut() {
-                let lost: Vec<u64> = send
-                    .in_flight
-                    .iter()
-                    .filter(|(_, (_, p))| *p == path)
-                    .map(|(start, _)| *start)
-                    .collect();
                 let mut bytes = 0;
-                for start in lost {
-                    if let Some((end, _)) = send.in_flight.remove(&start) {
-                        let start = start.max(send.acked);
-                        if start < end {
-                            send.resend.insert(start..end);
-                            bytes += end - start;
-                        }
-                    }
+                for range in send.take_in_flight(path, u64::MAX) {
+                    bytes += range.end - range.start;
+                    send.resend.insert(range);
                 }
                 if let Some(final_size) = send.fin.filter(|_| send.reset.is_none()) {
                     self.control.push_back((
@@ -1304,17 +1306,23 @@ impl Connection {
             return None;
         }
         let failures = self.paths.values().filter_map(|p| self.failure_deadline(p));
+        let suspicions = self
+            .paths
+            .keys()
+            .filter_map(|id| self.suspicion_deadline(*id));
         [self.pending_acks.due(), self.idle_deadline()]
             .into_iter()
             .flatten()
             .chain(failures)
+            .chain(suspicions)
             .min()
     }
 
-    /// Does what is due at `now`: ends an idle session ([`ConnectionError::TimedOut`]) and
-    /// declares failed the paths whose data waited too long ([`Action::ClosePath`] with
-    /// [`codes::PATH_FAILED`]). Held data acks that fell due show in
-    /// [`Connection::has_control`].
+    /// Does what is due at `now`: ends an idle session ([`ConnectionError::TimedOut`]),
+    /// suspects the paths that acknowledged nothing for a probe timeout
+    /// ([`PathEvent::Suspected`]) and declares failed the paths whose data waited too long
+    /// ([`Action::ClosePath`] with [`codes::PATH_FAILED`]). Held data acks that fell due show
+    /// in [`Connection::has_control`].
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.error.is_some() {
             return;
@@ -1322,6 +1330,15 @@ impl Connection {
         if self.idle_deadline().is_some_and(|d| d <= now) {
             self.close(ConnectionError::TimedOut, codes::SESSION_IDLE, "idle");
             return;
+        }
+        let suspected: Vec<PathId> = self
+            .paths
+            .keys()
+            .filter(|id| self.suspicion_deadline(**id).is_some_and(|d| d <= now))
+            .copied()
+            .collect();
+        for path in suspected {
+            self.suspect(path, now);
         }
         let failed: Vec<PathId> = self
             .paths
@@ -1337,6 +1354,213 @@ impl Connection {
                 reason: REASON,
             });
             self.on_path_down(path, REASON.into(), now);
+        }
+    }
+
+    /// When `path` is suspected unless an acknowledgement comes: a probe timeout after the
+    /// last one, while it has data outstanding and another path could take it.
+    fn suspicion_deadline(&self, path: PathId) -> Option<Instant> {
+        let entry = self.paths.get(&path)?;
+        if !self.config.reinjection.suspect || entry.suspected.is_some() {
+            return None;
+        }
+        if !self.paths.iter().any(|(id, p)| *id != path && p.usable()) {
+            return None;
+        }
+        let (unacked_since, _) = entry.telemetry.ack_wait();
+        Some(unacked_since? + entry.telemetry.probe_timeout())
+    }
+
+    /// The path acknowledged nothing for a probe timeout: the scheduler loses it, and its bytes
+    /// in flight go on the others at once. It stays up, probed by its transport, until it
+    /// acknowledges again ([`Connection::poll_path`] resumes it) or its failure deadline.
+    fn suspect(&mut self, path: PathId, now: Instant) {
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return;
+        };
+        entry.suspected = Some(now);
+        self.reinjection.suspicions = self.reinjection.suspicions.saturating_add(1);
+        self.scheduler.on_path_removed(now, path);
+        self.actions
+            .push_back(Action::Event(PathEvent::Suspected { path }));
+        self.retarget_reinjections(path, now);
+        self.reinject(path, Cause::Suspicion, u64::MAX, now);
+        self.wake_paths();
+    }
+
+    /// A suspected path acknowledged again: the scheduler has it back.
+    fn resume(&mut self, path: PathId, now: Instant) {
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return;
+        };
+        entry.suspected = None;
+        let snapshot = entry.snapshot(path);
+        let _ = self.scheduler.on_path_added(now, &snapshot);
+        self.actions
+            .push_back(Action::Event(PathEvent::Resumed { path }));
+        self.wake_paths();
+    }
+
+    /// The usable path other than `from` whose data would arrive soonest (available paths
+    /// before backups), with that delay.
+    fn reinjection_target(&self, from: PathId) -> Option<(PathId, Duration)> {
+        self.paths
+            .iter()
+            .filter(|(id, p)| **id != from && p.usable())
+            .map(|(id, p)| {
+                (
+                    p.status != PathStatus::Available,
+                    p.delivery_delay(*id),
+                    *id,
+                )
+            })
+            .min()
+            .map(|(_, delay, id)| (id, delay))
+    }
+
+    /// Sends bytes in flight on `from` again on the path that delivers them soonest: on
+    /// suspicion every stream's; on loss the urgent streams' oldest, as many as were `lost`
+    /// and the budget allows, and only if the other path beats `from`'s own retransmission.
+    /// Urgent streams go first, then in their order of arrival; the scheduler may take a
+    /// stream's bytes or decline them ([`Scheduler::on_reinjection`]).
+    fn reinject(&mut self, from: PathId, cause: Cause, lost: u64, now: Instant) {
+        let Some(from_delay) = self.paths.get(&from).map(|p| p.delivery_delay(from)) else {
+            return;
+        };
+        let Some((target, delay)) = self.reinjection_target(from) else {
+            return;
+        };
+        let config = self.config.reinjection;
+        let mut left = match cause {
+            Cause::Suspicion => u64::MAX,
+            Cause::Loss if delay >= from_delay => return,
+            Cause::Loss => lost.min(self.reinjection.loss_allowance(&config)),
+        };
+        let urgent = |meta: &StreamMeta| match cause {
+            Cause::Suspicion => true,
+            Cause::Loss => config.urgency.is_some_and(|u| meta.urgency <= u),
+        };
+        let mut order: Vec<(Urgency, u32, u64)> = self
+            .streams
+            .iter()
+            .filter_map(|(id, s)| s.send.as_ref().map(|send| (id, send)))
+            .filter(|(_, send)| send.reset.is_none() && urgent(&send.meta))
+            .map(|(id, send)| (send.meta.urgency, send.arrival, *id))
+            .collect();
+        order.sort_unstable();
+        let mut queued_to_scheduler = false;
+        for (_, _, id) in order {
+            if left == 0 {
+                break;
+            }
+            let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+                continue;
+            };
+            let ranges = send.take_in_flight(from, left);
+            let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+            if bytes == 0 {
+                continue;
+            }
+            match self
+                .scheduler
+                .on_reinjection(now, StreamId(id), bytes, from)
+            {
+                Reinjection::Skip => {
+                    for range in ranges {
+                        send.in_flight.insert(range.start, (range.end, from));
+                    }
+                    continue;
+                }
+                Reinjection::Scheduler => {
+                    for range in ranges {
+                        send.resend.insert(range);
+                    }
+                    let _ = self.scheduler.on_data_queued(now, StreamId(id), bytes);
+                    queued_to_scheduler = true;
+                }
+                Reinjection::Transport => {
+                    for range in ranges {
+                        send.reinject.insert(range);
+                    }
+                    send.reinject_to = Some(target);
+                    self.reinjecting.insert(id);
+                }
+            }
+            send.counters.reinjected.fetch_add(bytes, Ordering::Relaxed);
+            left = left.saturating_sub(bytes);
+            let stats = &mut self.reinjection;
+            stats.reinjected = stats.reinjected.saturating_add(bytes);
+            match cause {
+                Cause::Loss => stats.on_loss = stats.on_loss.saturating_add(bytes),
+                Cause::Suspicion => stats.on_suspicion = stats.on_suspicion.saturating_add(bytes),
+            }
+        }
+        self.paths_to_wake.insert(target);
+        if queued_to_scheduler {
+            self.wake_paths();
+        }
+    }
+
+    /// Re-injections waiting for `gone` (suspected or down) go to the next best path, or to
+    /// the scheduler if there is none.
+    fn retarget_reinjections(&mut self, gone: PathId, now: Instant) {
+        let target = self.reinjection_target(gone).map(|(id, _)| id);
+        for id in self.reinjecting.clone() {
+            let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+                self.reinjecting.remove(&id);
+                continue;
+            };
+            if send.reinject_to != Some(gone) {
+                continue;
+            }
+            if target.is_some() {
+                send.reinject_to = target;
+                continue;
+            }
+            let mut bytes = 0;
+            while let Some(range) = send.reinject.pop_front(u64::MAX) {
+                bytes += range.end - range.start;
+                send.resend.insert(range);
+            }
+            send.reinject_to = None;
+            self.reinjecting.remove(&id);
+            let _ = self.scheduler.on_data_queued(now, StreamId(id), bytes);
+        }
+        if let Some(target) = target {
+            self.paths_to_wake.insert(target);
+        }
+    }
+
+    /// Re-injections waiting for `path`, ahead of the scheduler's grants, within `left`.
+    fn take_reinjections(&mut self, path: PathId, left: &mut u64, batch: &mut Vec<ChunkWork>) {
+        for id in self.reinjecting.clone() {
+            if *left == 0 {
+                break;
+            }
+            let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+                self.reinjecting.remove(&id);
+                continue;
+            };
+            if send.reinject_to != Some(path) {
+                continue;
+            }
+            let mut ranges = Vec::new();
+            while *left > 0 {
+                let Some(range) = send.reinject.pop_front(*left) else {
+                    break;
+                };
+                *left -= range.end - range.start;
+                ranges.push(range);
+            }
+            if send.reinject.is_empty() {
+                send.reinject_to = None;
+                self.reinjecting.remove(&id);
+            }
+            let (work, sent) = send.send_ranges(path, ranges);
+            self.count_sent(path, sent);
+            if !work.pieces.is_empty() || work.all_granted {
+                push_work(batch, work);
+            }
         }
     }
 
@@ -1364,6 +1588,25 @@ impl Connection {
         if self.error.is_some() {
             return (Step::Stop, retire);
         }
+        if let Some(since) = entry.suspected {
+            let (unacked_since, _) = entry.telemetry.ack_wait();
+            if unacked_since.is_some_and(|t| t <= since) {
+                return (Step::Wait(None), retire);
+            }
+            self.resume(path, now);
+        }
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return (Step::Stop, retire);
+        };
+        let lost = entry.telemetry.lost_bytes();
+        let newly_lost = lost.saturating_sub(entry.lost_bytes_seen);
+        entry.lost_bytes_seen = lost;
+        if newly_lost > 0 && self.config.reinjection.urgency.is_some() {
+            self.reinject(path, Cause::Loss, newly_lost, now);
+        }
+        let Some(entry) = self.paths.get_mut(&path) else {
+            return (Step::Stop, retire);
+        };
         let generation = entry.telemetry.generation();
         let snapshot = entry.snapshot(path);
         entry.idle_with_room = false;
@@ -1403,6 +1646,7 @@ impl Connection {
         // one stream merge into one chunk.
         let mut batch: Vec<ChunkWork> = Vec::new();
         let mut left = room;
+        self.take_reinjections(path, &mut left, &mut batch);
         while left > 0 {
             let Some(grant) = self.scheduler.poll_send(now, path, left) else {
                 break;
@@ -1414,10 +1658,7 @@ impl Connection {
             if work.pieces.is_empty() && !work.all_granted {
                 continue;
             }
-            match batch.last_mut() {
-                Some(last) if last.stream == work.stream => last.merge(work),
-                _ => batch.push(work),
-            }
+            push_work(&mut batch, work);
         }
         if !batch.is_empty() {
             if let Some(entry) = self.paths.get(&path) {
@@ -1430,6 +1671,14 @@ impl Connection {
             entry.idle_with_room = true;
         }
         (Step::Wait(wait), retire)
+    }
+}
+
+/// Appends `work` to a path's batch; consecutive work of one stream merges into one chunk.
+fn push_work(batch: &mut Vec<ChunkWork>, work: ChunkWork) {
+    match batch.last_mut() {
+        Some(last) if last.stream == work.stream => last.merge(work),
+        _ => batch.push(work),
     }
 }
 

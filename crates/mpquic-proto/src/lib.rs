@@ -5,12 +5,14 @@
 //! quinn, tokio and async.
 //!
 //! - [`Connection`]: one multipath connection (streams, flow control, data acks, control
-//!   frames, re-injection after a path fails, failure detection, the scheduler's calls).
+//!   frames, re-injection, path suspicion and failure, the scheduler's calls).
 //!   Paths are abstract: the driver adds them with a [`PathTelemetry`] to read their
 //!   estimates from, asks [`Connection::poll_path`] what to send on each, and carries out
 //!   [`Connection::poll_action`]'s actions.
 //! - [`wire`]: the wire format (varints, control frames, chunk streams) and incremental
 //!   decoders that take bytes as they arrive.
+//! - [`ReinjectionConfig`]: when bytes in flight on one path go again on another (urgent
+//!   streams' losses within a budget, and every byte of a path that stops acknowledging).
 //! - [`error`]: protocol violations and the close codes they map to.
 //!
 //! ```
@@ -41,6 +43,7 @@ mod pending_acks;
 mod reassembly;
 mod receive_window;
 mod recv;
+mod reinjection;
 mod send;
 mod send_buffer;
 #[cfg(test)]
@@ -49,4 +52,5 @@ pub mod wire;
 
 pub use connection::{Action, Connection, Side, Step, TransportConfig, UnknownPath};
 pub use path::{PathCounters, PathEvent, PathTelemetry};
+pub use reinjection::{ReinjectionConfig, ReinjectionStats};
 pub use send::{ChunkWork, StreamCounters};

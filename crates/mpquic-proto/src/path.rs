@@ -16,6 +16,11 @@ pub trait PathTelemetry: Send + fmt::Debug {
     /// Since when the oldest unacknowledged packet waits (`None`: nothing is outstanding),
     /// and the smoothed RTT: failure detection's inputs.
     fn ack_wait(&self) -> (Option<Instant>, Duration);
+    /// RFC 9002's probe timeout (smoothed RTT, four RTT variations and the peer's ack delay):
+    /// a path that acknowledges nothing for this long while data is outstanding is suspected.
+    fn probe_timeout(&self) -> Duration;
+    /// The bytes the transport declared lost on the path so far.
+    fn lost_bytes(&self) -> u64;
     /// A number that changes whenever the estimates change.
     fn generation(&self) -> u64;
     /// Whether the path's sender found nothing to send with room in its window.
@@ -29,6 +34,17 @@ pub trait PathTelemetry: Send + fmt::Debug {
 pub enum PathEvent {
     /// The path joined and may carry data.
     Up {
+        /// The path.
+        path: PathId,
+    },
+    /// The path acknowledged nothing for a probe timeout: its bytes in flight went on the
+    /// others and it carries no new data until it acknowledges again.
+    Suspected {
+        /// The path.
+        path: PathId,
+    },
+    /// A suspected path acknowledged again and carries data again.
+    Resumed {
         /// The path.
         path: PathId,
     },
@@ -88,6 +104,11 @@ pub(crate) struct Path {
     pub(crate) writer_blocked: bool,
     /// The datagram bytes received on this path last reported to the peer.
     pub(crate) reported_received: u64,
+    /// Since when the path is suspected ([`PathEvent::Suspected`]); the scheduler does not
+    /// have it meanwhile.
+    pub(crate) suspected: Option<Instant>,
+    /// The transport's lost bytes last looked at, for re-injection on loss.
+    pub(crate) lost_bytes_seen: u64,
 }
 
 impl Path {
@@ -102,7 +123,24 @@ impl Path {
             idle_with_room: false,
             writer_blocked: false,
             reported_received: 0,
+            suspected: None,
+            lost_bytes_seen: 0,
         }
+    }
+
+    /// Whether the path takes new data: up, not suspected, and not down.
+    pub(crate) fn usable(&self) -> bool {
+        self.suspected.is_none() && self.status != PathStatus::Down
+    }
+
+    /// When the path's newest data would arrive if sent now: its one-way delay plus what is
+    /// in flight ahead of it at its estimated rate.
+    pub(crate) fn delivery_delay(&self, id: PathId) -> Duration {
+        let snapshot = self.snapshot(id);
+        let rate = snapshot.bandwidth.bytes_per_sec().max(1.0);
+        let queued = Duration::try_from_secs_f64(snapshot.bytes_in_flight as f64 / rate)
+            .unwrap_or(Duration::MAX);
+        self.telemetry.one_way_delay().saturating_add(queued)
     }
 
     /// What the scheduler sees of this path.

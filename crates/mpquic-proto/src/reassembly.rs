@@ -228,7 +228,6 @@ impl Reassembler {
     }
 
     /// Bytes held in memory.
-    #[cfg(test)]
     pub(crate) fn buffered(&self) -> u64 {
         self.buffered
     }

@@ -2,6 +2,7 @@
 //! them, what was granted on which path, and what must go again after a path failed.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +17,7 @@ use crate::send_buffer::{RangeSet, SendBuffer};
 pub struct StreamCounters {
     per_path: Mutex<BTreeMap<PathId, u64>>,
     pub(crate) resent: AtomicU64,
+    pub(crate) reinjected: AtomicU64,
     /// The peer's stop-sending code, kept here because the stream's state may be gone by the
     /// time the application writes again.
     pub(crate) stopped: Mutex<Option<u64>>,
@@ -40,6 +42,11 @@ impl StreamCounters {
         self.resent.load(Ordering::Relaxed)
     }
 
+    /// Bytes sent again on another path while their first copy was in flight (re-injection).
+    pub fn reinjected(&self) -> u64 {
+        self.reinjected.load(Ordering::Relaxed)
+    }
+
     /// The code the peer stopped the stream with, if it did.
     pub fn stopped(&self) -> Option<u64> {
         *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
@@ -56,6 +63,9 @@ pub(crate) struct SendState {
     /// Bytes handed to the scheduler (within flow control); `next_fresh <= released`.
     pub(crate) released: u64,
     pub(crate) resend: RangeSet,
+    /// Bytes to re-inject on `reinject_to` ahead of any grant (see `crate::reinjection`).
+    pub(crate) reinject: RangeSet,
+    pub(crate) reinject_to: Option<PathId>,
     /// Granted and not yet acknowledged: start offset -> (end, path).
     pub(crate) in_flight: BTreeMap<u64, (u64, PathId)>,
     pub(crate) max_stream_data: u64,
@@ -77,6 +87,8 @@ impl SendState {
             next_fresh: 0,
             released: 0,
             resend: RangeSet::default(),
+            reinject: RangeSet::default(),
+            reinject_to: None,
             in_flight: BTreeMap::new(),
             max_stream_data,
             fin: None,
@@ -91,7 +103,67 @@ impl SendState {
 
     /// Nothing is left to grant: the per-path quinn streams can be finished.
     pub(crate) fn all_granted(&self) -> bool {
-        self.fin == Some(self.next_fresh) && self.resend.is_empty()
+        self.fin == Some(self.next_fresh) && self.resend.is_empty() && self.reinject.is_empty()
+    }
+
+    /// Takes the bytes of `path`'s copy in flight out of `in_flight`, oldest first, at most
+    /// `max`: they are to go again elsewhere.
+    pub(crate) fn take_in_flight(&mut self, path: PathId, max: u64) -> Vec<Range<u64>> {
+        let mut taken = Vec::new();
+        let mut left = max;
+        let starts: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (_, p))| *p == path)
+            .map(|(start, _)| *start)
+            .collect();
+        for start in starts {
+            if left == 0 {
+                break;
+            }
+            let Some((end, _)) = self.in_flight.remove(&start) else {
+                continue;
+            };
+            let start = start.max(self.acked);
+            if start >= end {
+                continue;
+            }
+            let cut = end.min(start.saturating_add(left));
+            if cut < end {
+                self.in_flight.insert(cut, (end, path));
+            }
+            left -= cut - start;
+            taken.push(start..cut);
+        }
+        taken
+    }
+
+    /// Records `ranges` as sent on `path` and slices them into the chunks to write, skipping
+    /// bytes already acknowledged; returns them with the bytes they hold.
+    pub(crate) fn send_ranges(
+        &mut self,
+        path: PathId,
+        ranges: Vec<Range<u64>>,
+    ) -> (ChunkWork, u64) {
+        let mut pieces = Vec::with_capacity(ranges.len());
+        let mut sent = 0;
+        for range in ranges {
+            let start = range.start.max(self.acked);
+            if start >= range.end {
+                continue;
+            }
+            self.in_flight.insert(start, (range.end, path));
+            sent += range.end - start;
+            pieces.push((start, self.buf.slice(start..range.end)));
+        }
+        self.counters.add(path, sent);
+        let work = ChunkWork {
+            stream: self.meta.id.0,
+            priority: self.quinn_priority(),
+            pieces,
+            all_granted: self.all_granted(),
+        };
+        (work, sent)
     }
 
     /// Whether the application waited to write (and no longer does): it must be woken.

@@ -78,7 +78,7 @@ pub use priority_bucket::{
 pub use recording::{RecordLog, Recorded, Recording};
 pub use round_robin::{RoundRobin, RoundRobinConfig};
 pub use sa_ecf::{SaEcf, SaEcfConfig};
-pub use scheduler::Scheduler;
+pub use scheduler::{Reinjection, Scheduler};
 pub use sec::{
     split_stream, wrr_completion, FluidCompletion, FluidStream, SecConfig, SecDelay, SplitPath,
     StreamEarliestCompletion,

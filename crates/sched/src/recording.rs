@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::{Grant, PathId, PathSnapshot, SchedError, Scheduler, StreamId, StreamMeta};
+use crate::{
+    Grant, PathId, PathSnapshot, Reinjection, SchedError, Scheduler, StreamId, StreamMeta,
+};
 
 /// One recorded event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +134,16 @@ impl Scheduler for Recording {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.inner.poll_timeout()
+    }
+
+    fn on_reinjection(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        bytes: u64,
+        from: PathId,
+    ) -> Reinjection {
+        self.inner.on_reinjection(now, stream, bytes, from)
     }
 }
 

@@ -25,6 +25,8 @@ use crate::{Grant, PathId, PathSnapshot, SchedError, StreamId, StreamMeta};
 /// 3. Whenever a path has congestion-window room, call [`poll_send`](Scheduler::poll_send) with
 ///    that room until it returns `None` or the room is used. Every grant is taken as sent: the
 ///    transport sends exactly `bytes` of that stream's next unsent data on that path.
+/// 4. Before re-sending bytes that are still in flight on another path, ask
+///    [`on_reinjection`](Scheduler::on_reinjection) who decides where they go.
 pub trait Scheduler: Send + fmt::Debug {
     /// The scheduler's name as selected (e.g. `priority-bucket`).
     fn name(&self) -> &str;
@@ -68,4 +70,30 @@ pub trait Scheduler: Send + fmt::Debug {
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
+
+    /// `bytes` of `stream`, in flight on `from`, are to be sent again on another path: `from`
+    /// lost packets while the stream is urgent, or stopped acknowledging anything. The default
+    /// leaves them to the transport's own policy.
+    fn on_reinjection(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        bytes: u64,
+        from: PathId,
+    ) -> Reinjection {
+        let _ = (now, stream, bytes, from);
+        Reinjection::Transport
+    }
+}
+
+/// Who sends a re-injection ([`Scheduler::on_reinjection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reinjection {
+    /// The transport sends the bytes at once on the path that delivers them soonest, ahead of
+    /// any grant.
+    Transport,
+    /// The bytes come back through [`Scheduler::on_data_queued`], to be granted like any other.
+    Scheduler,
+    /// They are not sent again now: the path's own loss recovery, or its failure, re-sends them.
+    Skip,
 }

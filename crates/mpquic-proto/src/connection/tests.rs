@@ -70,6 +70,7 @@ fn receiver(now: Instant) -> Connection {
         delivery_credit: false,
         path_failure_rtts: 4,
         path_failure_floor: Duration::from_secs(1),
+        reinjection: Default::default(),
     };
     let params = Params {
         max_data: WINDOW,
@@ -238,6 +239,12 @@ fn server_with_a_path(now: Instant) -> Connection {
         }
         fn ack_wait(&self) -> (Option<Instant>, Duration) {
             (None, Duration::from_millis(10))
+        }
+        fn probe_timeout(&self) -> Duration {
+            Duration::from_millis(40)
+        }
+        fn lost_bytes(&self) -> u64 {
+            0
         }
         fn generation(&self) -> u64 {
             0
