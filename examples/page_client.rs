@@ -89,6 +89,9 @@ struct Args {
     /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).
     #[arg(long)]
     no_delivery_reports: bool,
+    /// Turns off mpquic's re-injection at both ends (`Config::reinjection`).
+    #[arg(long)]
+    no_reinjection: bool,
     /// Loads to make.
     #[arg(long, default_value_t = 1)]
     reps: usize,
@@ -129,6 +132,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.path = args.path;
     config.congestion = args.cc.parse()?;
     config.delivery_reports = !args.no_delivery_reports;
+    config.reinjection = !args.no_reinjection;
     if config.transport == Transport::Quinn && args.paths.is_some() {
         return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
     }
@@ -193,6 +197,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         ];
         if args.no_delivery_reports {
             common.push("--no-delivery-reports".to_owned());
+        }
+        if args.no_reinjection {
+            common.push("--no-reinjection".to_owned());
         }
         match (config.path, config.transport) {
             (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
@@ -267,6 +274,7 @@ async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn st
         args.serve.len(),
         &args.cc.parse()?,
         !args.no_delivery_reports,
+        !args.no_reinjection,
     )?;
     let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
     ready()?;

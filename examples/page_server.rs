@@ -56,6 +56,9 @@ struct Args {
     /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
     #[arg(long)]
     no_delivery_reports: bool,
+    /// Turns off mpquic's re-injection (`Config::reinjection`).
+    #[arg(long)]
+    no_reinjection: bool,
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -93,6 +96,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         8,
         &args.cc.parse()?,
         !args.no_delivery_reports,
+        !args.no_reinjection,
     )?;
     let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
     println!(

@@ -37,6 +37,19 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
+/// The `q` quantile (0 to 1) of `values`, interpolated linearly between the nearest ranks (the
+/// usual "type 7"); `None` when there are none or any is not finite.
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let (low, high) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[low] + (sorted[high] - sorted[low]) * (rank - low as f64))
+}
+
 /// `(baseline - value) / baseline` in percent: positive is faster than the baseline. `None`
 /// when the baseline is not positive.
 pub fn reduction_percent(value: f64, baseline: f64) -> Option<f64> {
@@ -62,6 +75,16 @@ mod tests {
         let s = Summary::of(&[1.0, 2.0, 3.0]).unwrap();
         assert!(close(s.mean, 2.0));
         assert!(close(s.sd, 1.0));
+    }
+
+    #[test]
+    fn quantiles_interpolate_between_ranks() {
+        let values = [5.0, 1.0, 4.0, 2.0, 3.0];
+        assert_eq!(quantile(&values, 0.5), Some(3.0));
+        assert_eq!(quantile(&values, 0.0), Some(1.0));
+        assert_eq!(quantile(&values, 1.0), Some(5.0));
+        assert!(close(quantile(&values, 0.9).unwrap(), 4.6));
+        assert_eq!(quantile(&[], 0.5), None);
     }
 
     #[test]

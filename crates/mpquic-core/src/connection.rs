@@ -732,6 +732,12 @@ impl Connection {
         Ok(())
     }
 
+    /// What re-injection did on this connection so far, and the redundant bytes received
+    /// ([`ReinjectionConfig`](crate::ReinjectionConfig)).
+    pub fn reinjection_stats(&self) -> crate::ReinjectionStats {
+        self.shared.lock().core.reinjection_stats()
+    }
+
     /// The paths that are up and the last [`CLOSED_PATHS_KEPT`] closed ones (status
     /// [`PathStatus::Down`]), with their numbers, by id.
     pub fn paths(&self) -> Vec<PathStats> {

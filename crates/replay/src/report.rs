@@ -55,6 +55,10 @@ pub struct LoadReport {
     /// Stream bytes the client received on each path (HTTP/3 framing included), by path id
     /// (the connection's own numbering, from 0); empty for quinn.
     pub per_path_bytes: BTreeMap<u64, u64>,
+    /// Stream bytes the client received twice (a re-injected copy and its original); 0 for
+    /// quinn.
+    #[serde(default)]
+    pub duplicate_bytes: u64,
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
     /// Datagrams the emulated links dropped during the load, per scenario path index, to tell
@@ -88,6 +92,7 @@ impl LoadReport {
             plt_ms,
             bytes: objects.iter().map(|o| o.bytes).sum(),
             per_path_bytes: Default::default(),
+            duplicate_bytes: 0,
             objects,
             link_drops: Default::default(),
         }

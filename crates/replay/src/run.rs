@@ -6,7 +6,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use mpquic_core::{Config, ConfigError, CongestionControl, Connection, Endpoint, PathStatus};
+use mpquic_core::{
+    Config, ConfigError, CongestionControl, Connection, Endpoint, PathStatus, ReinjectionConfig,
+};
 use mpquic_netns::error::NetnsError;
 use mpquic_netns::loopback::relay_paths;
 use mpquic_netns::relay::{PathStats, Relay};
@@ -176,6 +178,8 @@ pub struct RunConfig {
     pub congestion: CongestionControl,
     /// Whether both ends send and use delivery reports ([`Config::delivery_reports`]).
     pub delivery_reports: bool,
+    /// Whether both ends re-inject ([`Config::reinjection`]: the default, or none at all).
+    pub reinjection: bool,
 }
 
 impl RunConfig {
@@ -186,6 +190,7 @@ impl RunConfig {
             self.paths,
             &self.congestion,
             self.delivery_reports,
+            self.reinjection,
         )
     }
 
@@ -207,6 +212,7 @@ impl RunConfig {
             load: LoadOptions::default(),
             congestion: CongestionControl::default(),
             delivery_reports: true,
+            reinjection: true,
         })
     }
 
@@ -264,7 +270,8 @@ pub fn self_signed() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>)
     Ok((cert.cert.der().clone(), key.into()))
 }
 
-/// The transport configuration for `scheduler` and `congestion` over `paths` paths.
+/// The transport configuration for `scheduler` and `congestion` over `paths` paths, with or
+/// without delivery reports, and with the default re-injection or none.
 ///
 /// # Errors
 /// [`RunError::Config`] for an unknown scheduler.
@@ -273,6 +280,7 @@ pub fn transport_config(
     paths: usize,
     congestion: &CongestionControl,
     delivery_reports: bool,
+    reinjection: bool,
 ) -> Result<Config, RunError> {
     let mut config = Config::default();
     config
@@ -280,6 +288,13 @@ pub fn transport_config(
         .max_paths(paths.clamp(8, mpquic_sched::MAX_PATHS))?
         .congestion_control(congestion.clone())
         .delivery_reports(delivery_reports);
+    if !reinjection {
+        config.reinjection(ReinjectionConfig {
+            urgency: None,
+            suspect: false,
+            ..ReinjectionConfig::default()
+        })?;
+    }
     Ok(config)
 }
 

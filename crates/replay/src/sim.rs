@@ -94,6 +94,7 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
         run.paths,
         &run.congestion,
         run.delivery_reports,
+        run.reinjection,
     )?;
     let links = links(run, seed)?;
     let paths = links.len();
@@ -289,5 +290,6 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
         .path_ids()
         .filter_map(|id| Some((u64::from(id.0), pair.client.core.path(id)?.1.bytes_received)))
         .collect();
+    report.duplicate_bytes = pair.client.core.reinjection_stats().duplicate_received;
     Ok(report)
 }

@@ -95,6 +95,9 @@ pub struct ExperimentArgs {
     /// Only the schedulers' rows: no single-path, FLD or MEH rows.
     #[arg(long)]
     no_extras: bool,
+    /// Every scheduler also without re-injection (`--no-reinjection` of page_client).
+    #[arg(long)]
+    reinjection_ablation: bool,
     /// The congestion controller of the scheduler and single-path rows (a name that
     /// `mpquic::CongestionControl` parses).
     #[arg(long, default_value = MAIN_CC)]
@@ -138,6 +141,8 @@ pub enum VariantKind {
     Meh,
     /// Without mpquic's delivery reports (`Config::delivery_reports`).
     NoDeliveryReports,
+    /// Without mpquic's re-injection (`Config::reinjection`), as mp-quic's schedulers ran.
+    NoReinjection,
 }
 
 /// The congestion controller of the scheduler rows unless `--cc` says otherwise: the library's
@@ -170,7 +175,13 @@ impl Variant {
             VariantKind::Fld => format!("{} + fld", self.scheduler),
             VariantKind::Meh => format!("{}, paths auto (MEH)", self.scheduler),
             VariantKind::NoDeliveryReports => format!("{}, no delivery reports", self.scheduler),
+            VariantKind::NoReinjection => format!("{}, no re-injection", self.scheduler),
         }
+    }
+
+    /// Whether the row runs with mpquic's re-injection.
+    fn reinjection(&self) -> bool {
+        self.kind != VariantKind::NoReinjection
     }
 
     /// Whether the row runs with mpquic's delivery reports.
@@ -183,6 +194,7 @@ impl Variant {
             && r.cc == self.cc
             && r.paths == self.paths
             && r.delivery_reports == self.delivery_reports()
+            && r.reinjection == self.reinjection()
     }
 }
 
@@ -285,6 +297,8 @@ pub struct Plan {
     pub timeout: f64,
     /// Whether the extra rows run.
     pub extras: bool,
+    /// Whether every scheduler also runs without re-injection.
+    pub reinjection_ablation: bool,
     /// The congestion controller of the scheduler rows.
     pub cc: String,
     /// Time a run may take beyond `timeout` before it is killed.
@@ -298,16 +312,23 @@ pub struct Plan {
 impl Plan {
     /// The rows of `scenario`.
     pub fn variants(&self, scenario: &str) -> Vec<Variant> {
-        match self.scenarios.iter().find(|s| s.name == scenario) {
-            Some(s) => variants(
-                s,
-                &self.schedulers,
-                self.extras,
-                self.mode == "netns",
-                &self.cc,
-            ),
-            None => Vec::new(),
+        let Some(s) = self.scenarios.iter().find(|s| s.name == scenario) else {
+            return Vec::new();
+        };
+        let mut rows = variants(
+            s,
+            &self.schedulers,
+            self.extras,
+            self.mode == "netns",
+            &self.cc,
+        );
+        if self.reinjection_ablation {
+            rows.extend(self.schedulers.iter().map(|&k| Variant {
+                kind: VariantKind::NoReinjection,
+                ..Variant::main(k, &self.cc)
+            }));
         }
+        rows
     }
 
     /// Whether `r` belongs to this matrix (same mode and time scale, a selected cell).
@@ -342,6 +363,7 @@ impl Job<'_> {
             mode: plan.mode.clone(),
             time_scale: plan.time_scale,
             delivery_reports: self.variant.delivery_reports(),
+            reinjection: self.variant.reinjection(),
         }
     }
 
@@ -469,6 +491,7 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
         time_scale: args.time_scale,
         timeout: args.timeout,
         extras: !args.no_extras,
+        reinjection_ablation: args.reinjection_ablation,
         cc: args.cc.clone(),
         setup_slack: SETUP_SLACK,
         out,
@@ -593,6 +616,9 @@ impl Programs {
         }
         if !v.delivery_reports() {
             cmd.arg("--no-delivery-reports");
+        }
+        if !v.reinjection() {
+            cmd.arg("--no-reinjection");
         }
         cmd
     }
@@ -817,6 +843,7 @@ mod tests {
             time_scale: 0.0,
             timeout: 0.2,
             extras: false,
+            reinjection_ablation: false,
             cc: MAIN_CC.to_owned(),
             setup_slack: Duration::ZERO,
             out: dir.clone(),

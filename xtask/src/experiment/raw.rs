@@ -31,6 +31,10 @@ pub struct RunId {
     /// runs recorded before the setting existed).
     #[serde(default = "on", skip_serializing_if = "is_on")]
     pub delivery_reports: bool,
+    /// Whether mpquic's re-injection was on (left out when it was; runs recorded before the
+    /// setting existed read as on, so compare in a fresh output directory).
+    #[serde(default = "on", skip_serializing_if = "is_on")]
+    pub reinjection: bool,
 }
 
 fn on() -> bool {
@@ -140,6 +144,7 @@ mod tests {
                 mode: "loopback".to_owned(),
                 time_scale: 0.0,
                 delivery_reports: true,
+                reinjection: true,
             },
             started_unix: 1,
             wall_s: 0.5,
@@ -183,6 +188,7 @@ mod tests {
         assert_eq!(parsed.key(), with.key());
         let without = RunId {
             delivery_reports: false,
+            reinjection: true,
             ..with.clone()
         };
         assert_ne!(without.key(), with.key());

@@ -3,14 +3,16 @@
 //! ablation, the bulk results of every `bulk.md` found, and the charts), and the SVG charts,
 //! from the records of one matrix.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use mpquic_sched::sim::{oracle, SimConfig, BASELINE};
+use mpquic_sched::SchedulerKind;
 
 use super::{plot, Plan, Record, Variant, VariantKind};
-use crate::stats::{reduction_percent, Summary};
+use crate::stats::{quantile, reduction_percent, Summary};
 use crate::table::{reduction, summary_cell};
 use crate::Failure;
 
@@ -33,6 +35,10 @@ pub struct Cell {
     pub paths: Vec<usize>,
     /// Every object's completion time over every load, ms.
     pub completions: Vec<f64>,
+    /// Body bytes of every successful load.
+    pub bytes: Vec<u64>,
+    /// Stream bytes every successful load received twice (re-injected copies).
+    pub duplicate_bytes: Vec<u64>,
     /// Failed loads.
     pub failed: usize,
     /// The first failure.
@@ -51,6 +57,8 @@ impl Cell {
                     cell.frt.push(report.frt_ms);
                     cell.plt.push(report.plt_ms);
                     cell.paths.push(report.paths);
+                    cell.bytes.push(report.bytes);
+                    cell.duplicate_bytes.push(report.duplicate_bytes);
                     cell.completions
                         .extend(report.objects.iter().map(|o| o.completed_ms));
                 }
@@ -511,6 +519,88 @@ fn delivery_reports_section(blocks: &[Block]) -> String {
     }
 }
 
+/// Each scheduler with re-injection (the default) against the same scheduler without it, with
+/// the FRT's tail and the redundant bytes; then, per scenario, PriorityBucket with re-injection
+/// against LRF without it (mp-quic's default) averaged over the pages.
+fn reinjection_section(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| scenario / page | scheduler | FRT without | FRT with | with vs without | FRT p90 / median, with | PLT without | PLT with | with vs without | bytes received twice |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mean = |s: Option<Summary>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean));
+    let mut headline: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut any = false;
+    for b in blocks {
+        let ablations = b
+            .rows
+            .iter()
+            .filter(|(v, _)| v.kind == VariantKind::NoReinjection);
+        for (v, without) in ablations {
+            let Some(with) = b.main(&v.scheduler) else {
+                continue;
+            };
+            let tail = match (quantile(&with.frt, 0.9), quantile(&with.frt, 0.5)) {
+                (Some(p90), Some(median)) if median > 0.0 => format!("{:.2}", p90 / median),
+                _ => "-".to_owned(),
+            };
+            let (twice, bytes) = (
+                with.duplicate_bytes.iter().sum::<u64>(),
+                with.bytes.iter().sum::<u64>(),
+            );
+            let redundant = if bytes > 0 {
+                format!("{:.2}%", twice as f64 * 100.0 / bytes as f64)
+            } else {
+                "-".to_owned()
+            };
+            any = true;
+            let _ = writeln!(
+                out,
+                "| {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                b.scenario.name,
+                b.page,
+                v.scheduler,
+                mean(without.frt()),
+                mean(with.frt()),
+                pct(change(with.frt(), without.frt())),
+                tail,
+                mean(without.plt()),
+                mean(with.plt()),
+                pct(change(with.plt(), without.plt())),
+                redundant,
+            );
+        }
+        let pb_with = b.main(SchedulerKind::PriorityBucket.name());
+        let lrf_without = b.rows.iter().find(|(v, _)| {
+            v.kind == VariantKind::NoReinjection && v.scheduler == SchedulerKind::Lrf.name()
+        });
+        if let (Some(pb), Some((_, lrf))) = (pb_with, lrf_without) {
+            if let Some(reduction) = change(pb.frt(), lrf.frt()) {
+                headline.entry(b.scenario.name).or_default().push(reduction);
+            }
+        }
+    }
+    if !any {
+        return "No rows without re-injection in this matrix (`--reinjection-ablation` adds them).\n"
+            .to_owned();
+    }
+    let _ = writeln!(
+        out,
+        "\nPositive: faster with re-injection (the default) than without it, same run. Bytes received twice: of the page's body bytes, over every load with re-injection.\n"
+    );
+    for (scenario, reductions) in headline {
+        let average = reductions.iter().sum::<f64>() / reductions.len() as f64;
+        let _ = writeln!(
+            out,
+            "- {scenario}: priority-bucket with re-injection against lrf without it, FRT {} on average over {} pages.",
+            pct(Some(average)),
+            reductions.len()
+        );
+    }
+    out
+}
+
 /// `YYYY-MM-DD HH:MM UTC` for a Unix time (Howard Hinnant's civil-from-days).
 pub fn utc(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
@@ -794,6 +884,11 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
         "## Delivery reports\n\nmpquic's receiver reports each path's received bytes on the fastest path and the sender credits the path's congestion window with them (`Config::delivery_reports`, on by default); in lte and pb-high each scheduler of the FLD rows also runs without them:\n"
     );
     let _ = writeln!(report, "{}", delivery_reports_section(&blocks));
+    let _ = writeln!(
+        report,
+        "## Re-injection\n\nBytes in flight on one path sent again on another: an urgent stream's lost bytes where another path delivers sooner, within a budget, and everything a path that stops acknowledging had in flight (`Config::reinjection`, on by default). With `--reinjection-ablation` every scheduler also runs without it:\n"
+    );
+    let _ = writeln!(report, "{}", reinjection_section(&blocks));
     let _ = writeln!(report, "## Tables\n");
     for b in &blocks {
         let _ = writeln!(report, "{}", block_table(b));
