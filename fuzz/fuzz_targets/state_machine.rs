@@ -98,6 +98,7 @@ fn config(input: &Input) -> TransportConfig {
         delivery_credit: false,
         path_failure_rtts: 4,
         path_failure_floor: Duration::from_secs(1),
+        reinjection: Default::default(),
     }
 }
 
