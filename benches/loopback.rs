@@ -133,7 +133,7 @@ async fn run_quinn(len: u64, seed: u64, expected: &[u8; 32]) -> Result<Sample, B
     let cpu = cpu_seconds()?;
     let start = std::time::Instant::now();
     let (mut send, mut recv) = conn.open_bi().await?;
-    let digest = transfer::send_payload(&mut send, &mut recv, seed, len).await?;
+    let digest = transfer::send_payload(&mut send, &mut recv, seed, len, None).await?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu_seconds = cpu_seconds()? - cpu;
 
@@ -187,7 +187,7 @@ async fn run_mpquic(
     let (client, conn) = transfer::connect_paths(config, cert, &locals, &[server_addr]).await?;
 
     let cpu = cpu_seconds()?;
-    let sent = transfer::send_checked(&conn, seed, len, expected).await?;
+    let sent = transfer::send_checked(&conn, seed, len, expected, None).await?;
     let cpu_seconds = cpu_seconds()? - cpu;
 
     conn.close(0, b"done");

@@ -99,6 +99,12 @@ struct Args {
     /// Sessions a `--role server` serves before it exits (0: until killed).
     #[arg(long, default_value_t = 1)]
     sessions: u64,
+    /// The client writes at most this many Mbit/s (default: as fast as it can).
+    #[arg(long)]
+    rate_mbps: Option<f64>,
+    /// Turns off re-injection (`Config::reinjection`).
+    #[arg(long)]
+    no_reinjection: bool,
 }
 
 const DEFAULT_PORT_ADDR: &str = "127.0.0.1:4433";
@@ -110,6 +116,13 @@ fn config(args: &Args, paths: usize) -> Result<Config, BoxError> {
         .max_paths(paths.max(8))?
         .congestion_control(args.cc.parse()?)
         .delivery_reports(!args.no_delivery_reports);
+    if args.no_reinjection {
+        config.reinjection(mpquic::ReinjectionConfig {
+            urgency: None,
+            suspect: false,
+            ..Default::default()
+        })?;
+    }
     if let Some(bytes) = args.initial_window {
         config.initial_window(bytes)?;
     }
@@ -140,26 +153,44 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
         served += 1;
         let task = tokio::spawn(async move {
             let start = Instant::now();
-            let result = transfer::serve_checked(&conn).await;
+            let start_unix_ms = unix_ms(std::time::SystemTime::now());
+            let serve = transfer::serve_checked(&conn);
+            tokio::pin!(serve);
+            let mut activity = PathActivity::default();
+            let mut tick = tokio::time::interval(PATH_SAMPLE_INTERVAL);
+            // Ends with the stream, which the client's `--timeout` bounds.
+            let result = loop {
+                tokio::select! {
+                    result = &mut serve => break result,
+                    _ = tick.tick() => activity.sample(&conn, start),
+                }
+            };
             let elapsed = start.elapsed();
             // Give the client time to read the digest and close.
             let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
             match result {
-                Ok((bytes, digest)) if report => {
+                Ok(hashed) if report => {
                     let per_path: serde_json::Map<_, _> = conn
                         .paths()
                         .iter()
                         .map(|p| (p.id.0.to_string(), json!(p.bytes_received)))
                         .collect();
+                    let since_start = |t: Instant| (t - start).as_secs_f64() * 1e3;
                     println!(
                         "{}",
                         json!({
                             "role": "server",
-                            "bytes": bytes,
+                            "bytes": hashed.bytes,
                             "seconds": elapsed.as_secs_f64(),
-                            "goodput_mbps": transfer::mbps(bytes, elapsed),
+                            "goodput_mbps": transfer::mbps(hashed.bytes, elapsed),
                             "per_path_bytes": per_path,
-                            "sha256": hex(&digest),
+                            "sha256": hex(&hashed.digest),
+                            "start_unix_ms": start_unix_ms,
+                            "first_read_ms": hashed.first_read.map(since_start),
+                            "longest_gap_ms": hashed.longest_gap.map(|(gap, _)| gap.as_secs_f64() * 1e3),
+                            "longest_gap_from_ms": hashed.longest_gap.map(|(_, from)| since_start(from)),
+                            "path_activity_ms": activity.json(),
+                            "duplicate_bytes": conn.reinjection_stats().duplicate_received,
                         })
                     );
                 }
@@ -171,6 +202,47 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
             let _ = task.await;
         }
     }
+}
+
+/// How often the server samples each path's received bytes.
+const PATH_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// When each path received stream bytes: intervals of consecutive samples in which its count
+/// grew (a silence of more than 50 ms ends one), in ms since the session began.
+#[derive(Default)]
+struct PathActivity {
+    last_bytes: BTreeMap<u32, u64>,
+    intervals: BTreeMap<u32, Vec<(f64, f64)>>,
+}
+
+impl PathActivity {
+    fn sample(&mut self, conn: &mpquic::Connection, start: Instant) {
+        let at = start.elapsed().as_secs_f64() * 1e3;
+        for path in conn.paths() {
+            let last = self.last_bytes.insert(path.id.0, path.bytes_received);
+            if path.bytes_received <= last.unwrap_or(0) {
+                continue;
+            }
+            let intervals = self.intervals.entry(path.id.0).or_default();
+            match intervals.last_mut() {
+                Some((_, end)) if at - *end <= 50.0 => *end = at,
+                _ => intervals.push((at, at)),
+            }
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        self.intervals
+            .iter()
+            .map(|(id, intervals)| (id.to_string(), json!(intervals)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+}
+
+fn unix_ms(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -187,7 +259,8 @@ async fn client(
     let expected = Payload::digest(args.seed, args.size);
     let (endpoint, conn) =
         transfer::connect_paths(config(args, locals.len())?, cert, &locals, remotes).await?;
-    let send = transfer::send_checked(&conn, args.seed, args.size, &expected);
+    let rate = args.rate_mbps.map(|mbps| (mbps * 1e6) as u64);
+    let send = transfer::send_checked(&conn, args.seed, args.size, &expected, rate);
     tokio::pin!(send);
     let start = Instant::now();
     let mut samples: Vec<(Duration, PathStats)> = Vec::new();

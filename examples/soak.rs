@@ -557,7 +557,9 @@ const ECHO_LEN: usize = 8 + 32;
 /// Hashes a client's unidirectional stream and answers on a stream of the server's own.
 async fn echo_uni_hash(conn: Connection, mut recv: RecvStream) -> Result<(), BoxError> {
     let id = recv.id().0;
-    let (_, digest) = transfer::hash_stream(&mut recv, &mut tokio::io::sink()).await?;
+    let digest = transfer::hash_stream(&mut recv, &mut tokio::io::sink())
+        .await?
+        .digest;
     let mut answer = Vec::with_capacity(ECHO_LEN);
     answer.extend_from_slice(&id.to_le_bytes());
     answer.extend_from_slice(&digest);
@@ -608,7 +610,7 @@ async fn send_stream(conn: Connection, spec: StreamSpec) -> Result<Sent, BoxErro
             send.finish()?;
             Ok(Sent::Uni { id, expected })
         } else {
-            let sent = transfer::send_checked(&conn, spec.seed, spec.len, &expected).await?;
+            let sent = transfer::send_checked(&conn, spec.seed, spec.len, &expected, None).await?;
             Ok(Sent::Checked {
                 matched: sent.matched,
             })
@@ -854,7 +856,7 @@ async fn run_churn(
         let seed = mix(seed, churn as u64, 3);
         let len = 4096 + seed % (12 * 1024);
         let expected = Payload::digest(seed, len);
-        let check = transfer::send_checked(&conn, seed, len, &expected);
+        let check = transfer::send_checked(&conn, seed, len, &expected, None);
         match timed(STREAM_TIMEOUT, check).await {
             Ok(sent) if sent.matched => transfers.ok += 1,
             Ok(_) => transfers.fail(1, format!("churn {churn}: sha256 mismatch")),

@@ -70,13 +70,14 @@ impl Payload {
     }
 }
 
-/// Client side: writes the payload on `send`, finishes it, and returns the digest the server
-/// answers on `recv`.
+/// Client side: writes the payload on `send` (at most at `rate_bps` bits per second if set,
+/// block by block), finishes it, and returns the digest the server answers on `recv`.
 pub async fn send_payload<W, R>(
     send: &mut W,
     recv: &mut R,
     seed: u64,
     len: u64,
+    rate_bps: Option<u64>,
 ) -> Result<Vec<u8>, BoxError>
 where
     W: AsyncWrite + Unpin,
@@ -84,8 +85,15 @@ where
 {
     let mut payload = Payload::new(seed, len);
     let mut buf = Vec::with_capacity(BLOCK);
+    let start = tokio::time::Instant::now();
+    let mut written = 0u64;
     while payload.next_block(&mut buf) {
+        if let Some(rate) = rate_bps.filter(|r| *r > 0) {
+            let due = Duration::from_secs_f64(written as f64 * 8.0 / rate as f64);
+            tokio::time::sleep_until(start + due).await;
+        }
         send.write_all(&buf).await?;
+        written += buf.len() as u64;
     }
     send.shutdown().await?;
     let mut digest = Vec::with_capacity(32);
@@ -93,9 +101,20 @@ where
     Ok(digest)
 }
 
+/// What the server side of a transfer received.
+pub struct Hashed {
+    /// Bytes received.
+    pub bytes: u64,
+    /// Their sha256.
+    pub digest: [u8; 32],
+    /// When the first bytes arrived.
+    pub first_read: Option<Instant>,
+    /// The longest time between two reads that returned bytes, and when it began.
+    pub longest_gap: Option<(Duration, Instant)>,
+}
+
 /// Server side: hashes everything `recv` delivers, answers the digest on `send` and finishes it.
-/// Returns the byte count and the digest.
-pub async fn hash_stream<R, W>(recv: &mut R, send: &mut W) -> Result<(u64, [u8; 32]), BoxError>
+pub async fn hash_stream<R, W>(recv: &mut R, send: &mut W) -> Result<Hashed, BoxError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -103,10 +122,20 @@ where
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; BLOCK];
     let mut bytes = 0u64;
+    let (mut first_read, mut last_read) = (None, None);
+    let mut longest_gap: Option<(Duration, Instant)> = None;
     loop {
         let n = recv.read(&mut buf).await?;
         if n == 0 {
             break;
+        }
+        let now = Instant::now();
+        first_read.get_or_insert(now);
+        if let Some(last) = last_read.replace(now) {
+            let gap = now - last;
+            if longest_gap.is_none_or(|(longest, _)| gap > longest) {
+                longest_gap = Some((gap, last));
+            }
         }
         hasher.update(&buf[..n]);
         bytes += n as u64;
@@ -114,7 +143,12 @@ where
     let digest: [u8; 32] = hasher.finalize().into();
     send.write_all(&digest).await?;
     send.shutdown().await?;
-    Ok((bytes, digest))
+    Ok(Hashed {
+        bytes,
+        digest,
+        first_read,
+        longest_gap,
+    })
 }
 
 /// A fresh self-signed certificate for `localhost` and its key.
@@ -158,18 +192,19 @@ pub struct Sent {
     pub per_path: BTreeMap<u32, u64>,
 }
 
-/// Sends `len` bytes from `seed` on a new stream with a size hint and checks the answer
-/// against `expected` (see [`Payload::digest`]).
+/// Sends `len` bytes from `seed` on a new stream with a size hint (at most at `rate_bps` if
+/// set) and checks the answer against `expected` (see [`Payload::digest`]).
 pub async fn send_checked(
     conn: &Connection,
     seed: u64,
     len: u64,
     expected: &[u8; 32],
+    rate_bps: Option<u64>,
 ) -> Result<Sent, BoxError> {
     let start = Instant::now();
     let (mut send, mut recv) = conn.open_bi().await?;
     send.set_size_hint(len)?;
-    let digest = send_payload(&mut send, &mut recv, seed, len).await?;
+    let digest = send_payload(&mut send, &mut recv, seed, len, rate_bps).await?;
     let elapsed = start.elapsed();
     Ok(Sent {
         elapsed,
@@ -183,7 +218,7 @@ pub async fn send_checked(
 }
 
 /// Serves one stream of an mpquic session: hashes it and answers the digest.
-pub async fn serve_checked(conn: &Connection) -> Result<(u64, [u8; 32]), BoxError> {
+pub async fn serve_checked(conn: &Connection) -> Result<Hashed, BoxError> {
     let (mut send, mut recv) = conn.accept_bi().await?;
     hash_stream(&mut recv, &mut send).await
 }

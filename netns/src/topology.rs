@@ -25,6 +25,7 @@ use std::thread::JoinHandle;
 use mpquic_sched::sim::Scenario;
 
 use crate::error::NetnsError;
+use crate::events::TimedEvent;
 use crate::link::{Link, LinkConfig};
 use crate::pump::{self, Input, Output};
 use crate::relay::{Delivery, Direction, Outlet, PathStats, Shared};
@@ -83,6 +84,18 @@ impl Topology {
     /// stderr, or the device that could not be created. Whatever was created before the
     /// failure is removed again.
     pub fn up(scenario: &'static Scenario) -> Result<Topology, NetnsError> {
+        Self::up_with_events(scenario, &[])
+    }
+
+    /// [`Topology::up`] with timed events on some paths: `events[k]` (if present) applies to
+    /// both directions of path `k`, its times counted from now.
+    ///
+    /// # Errors
+    /// As [`Topology::up`].
+    pub fn up_with_events(
+        scenario: &'static Scenario,
+        events: &[Vec<TimedEvent>],
+    ) -> Result<Topology, NetnsError> {
         if scenario.paths.is_empty() || scenario.paths.len() > MAX_PATHS {
             return Err(NetnsError::link(format!(
                 "{} has {} paths; the namespace topology supports 1 to {MAX_PATHS}",
@@ -93,8 +106,13 @@ impl Topology {
         // Validate every link before touching the system.
         let mut links = Vec::with_capacity(scenario.paths.len());
         for (k, spec) in scenario.paths.iter().enumerate() {
-            let up = Link::new(LinkConfig::from_spec(spec, 2 * k as u64 + 1))?;
-            let down = Link::new(LinkConfig::from_spec(spec, 2 * k as u64 + 2))?;
+            let config = |seed| {
+                let mut config = LinkConfig::from_spec(spec, seed);
+                config.events = events.get(k).cloned().unwrap_or_default();
+                config
+            };
+            let up = Link::new(config(2 * k as u64 + 1))?;
+            let down = Link::new(config(2 * k as u64 + 2))?;
             links.push((up, down));
         }
         let prefix = format!(
@@ -214,6 +232,11 @@ impl Topology {
         let mut command = Command::new("ip");
         command.args(["netns", "exec", self.ns(side)]).args(args);
         command
+    }
+
+    /// When the links' clock started (timed events count from here).
+    pub fn started(&self) -> std::time::Instant {
+        self.shared.start
     }
 
     /// Counters of each path (uplink: client to server), in the scenario's order.

@@ -100,7 +100,24 @@ pub(crate) struct Inner {
     readers: HashMap<u64, Waker>,
     writers: HashMap<u64, Waker>,
     events: broadcast::Sender<PathEvent>,
+    /// Failed paths for the driver to open again ([`rejoin`]).
+    rejoins: Vec<Rejoin>,
 }
+
+/// A path the core declared failed, to open again from the same local address.
+#[derive(Debug)]
+struct Rejoin {
+    local: SocketAddr,
+    remote: SocketAddr,
+    /// How long one attempt (handshake and join) may take.
+    attempt: Duration,
+}
+
+/// How long a client keeps opening a failed path again before it gives up.
+const REJOIN_FOR: Duration = Duration::from_secs(30);
+/// Bounds of one rejoin attempt: four of the path's smoothed RTTs, within these.
+const REJOIN_ATTEMPT_MIN: Duration = Duration::from_millis(200);
+const REJOIN_ATTEMPT_MAX: Duration = Duration::from_secs(2);
 
 impl Inner {
     /// A connection of `side`, with the limits both sides announced.
@@ -122,6 +139,7 @@ impl Inner {
             readers: HashMap::new(),
             writers: HashMap::new(),
             events: broadcast::channel(256).0,
+            rejoins: Vec::new(),
         }
     }
 
@@ -199,6 +217,7 @@ impl Inner {
                     path,
                     reason,
                     counters,
+                    failed,
                 } => {
                     tracing::info!(path = path.0, %reason, "path down");
                     if let Some(stats) = self.path_stats(path, PathStatus::Down, counters) {
@@ -210,6 +229,14 @@ impl Inner {
                     if let Some(gone) = self.paths.remove(&path) {
                         // Its sender may be asleep: wake it to find the path gone and end.
                         gone.wake.notify_one();
+                        if failed && self.core.side() == Side::Client {
+                            let srtt = gone.telemetry.lock().rtt.srtt();
+                            self.rejoins.push(Rejoin {
+                                local: SocketAddr::new(gone.local.ip(), 0),
+                                remote: gone.conn.remote_address(),
+                                attempt: (srtt * 4).clamp(REJOIN_ATTEMPT_MIN, REJOIN_ATTEMPT_MAX),
+                            });
+                        }
                     }
                     let _ = self.events.send(PathEvent::Down { path, reason });
                 }
@@ -352,6 +379,80 @@ impl Shared {
     pub(crate) fn poke(&self) {
         self.driver_wake.notify_one();
         self.changed.notify_waiters();
+    }
+
+    /// Opens a path from `local` to `remote` and joins it to this session (client only).
+    pub(crate) async fn join_path(
+        self: &Arc<Self>,
+        local: SocketAddr,
+        remote: SocketAddr,
+        status: PathStatus,
+        congestion: Option<&CongestionControl>,
+    ) -> Result<PathId, PathError> {
+        if status == PathStatus::Down {
+            return Err(PathError::Handshake("a new path cannot start down".into()));
+        }
+        {
+            let state = self.lock();
+            if state.core.side() != Side::Client {
+                return Err(PathError::NotClient);
+            }
+            if let Some(e) = state.error() {
+                return Err(PathError::Closed(e));
+            }
+            if state.paths.len() >= state.config.max_paths {
+                return Err(PathError::TooManyPaths(state.config.max_paths));
+            }
+        }
+        let shared = self;
+        let telemetry = shared.endpoint.new_telemetry();
+        let (conn, local) = shared
+            .endpoint
+            .connect_quinn(local, remote, &shared.server_name, &telemetry, congestion)
+            .await?;
+        let exported = session::exporter(&conn, shared.session)
+            .ok_or_else(|| PathError::Handshake("TLS exporter unavailable".into()))?;
+        let join = Frame::Join {
+            session: shared.session,
+            proof: session::proof(&shared.secret, shared.session, &exported),
+            params: shared.endpoint.config.params(),
+        };
+        let (send, recv, answer) = exchange(&conn, join).await.map_err(|e| match e {
+            SetupFailure::Refused { code, reason } => PathError::Refused { code, reason },
+            SetupFailure::Other(reason) => PathError::Handshake(reason),
+        })?;
+        match answer {
+            Some(Frame::Joined { path }) => {
+                let id = PathId(path);
+                if let Err(e) =
+                    shared.add_path(id, conn.clone(), telemetry, send, recv, local, status)
+                {
+                    conn.close(
+                        quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
+                        b"connection closed",
+                    );
+                    return Err(PathError::Closed(e));
+                }
+                if status == PathStatus::Backup {
+                    self.lock()
+                        .core
+                        .set_path_status(id, status, Instant::now())
+                        .map_err(|_| PathError::UnknownPath(id.0))?;
+                    self.poke();
+                }
+                Ok(id)
+            }
+            Some(Frame::Refused { code, reason }) => Err(PathError::Refused { code, reason }),
+            other => {
+                conn.close(
+                    quinn::VarInt::from_u64(codes::PROTOCOL_VIOLATION).unwrap_or_default(),
+                    b"expected Joined",
+                );
+                Err(PathError::Handshake(format!(
+                    "unexpected answer to a join: {other:?}"
+                )))
+            }
+        }
     }
 
     /// Adds a joined path and starts its tasks; refused, with nothing started, once the
@@ -638,66 +739,9 @@ impl Connection {
         status: PathStatus,
         congestion: Option<&CongestionControl>,
     ) -> Result<PathId, PathError> {
-        if status == PathStatus::Down {
-            return Err(PathError::Handshake("a new path cannot start down".into()));
-        }
-        {
-            let state = self.shared.lock();
-            if state.core.side() != Side::Client {
-                return Err(PathError::NotClient);
-            }
-            if let Some(e) = state.error() {
-                return Err(PathError::Closed(e));
-            }
-            if state.paths.len() >= state.config.max_paths {
-                return Err(PathError::TooManyPaths(state.config.max_paths));
-            }
-        }
-        let shared = &self.shared;
-        let telemetry = shared.endpoint.new_telemetry();
-        let (conn, local) = shared
-            .endpoint
-            .connect_quinn(local, remote, &shared.server_name, &telemetry, congestion)
-            .await?;
-        let exported = session::exporter(&conn, shared.session)
-            .ok_or_else(|| PathError::Handshake("TLS exporter unavailable".into()))?;
-        let join = Frame::Join {
-            session: shared.session,
-            proof: session::proof(&shared.secret, shared.session, &exported),
-            params: shared.endpoint.config.params(),
-        };
-        let (send, recv, answer) = exchange(&conn, join).await.map_err(|e| match e {
-            SetupFailure::Refused { code, reason } => PathError::Refused { code, reason },
-            SetupFailure::Other(reason) => PathError::Handshake(reason),
-        })?;
-        match answer {
-            Some(Frame::Joined { path }) => {
-                let id = PathId(path);
-                if let Err(e) =
-                    shared.add_path(id, conn.clone(), telemetry, send, recv, local, status)
-                {
-                    conn.close(
-                        quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
-                        b"connection closed",
-                    );
-                    return Err(PathError::Closed(e));
-                }
-                if status == PathStatus::Backup {
-                    self.set_path_status(id, status)?;
-                }
-                Ok(id)
-            }
-            Some(Frame::Refused { code, reason }) => Err(PathError::Refused { code, reason }),
-            other => {
-                conn.close(
-                    quinn::VarInt::from_u64(codes::PROTOCOL_VIOLATION).unwrap_or_default(),
-                    b"expected Joined",
-                );
-                Err(PathError::Handshake(format!(
-                    "unexpected answer to a join: {other:?}"
-                )))
-            }
-        }
+        self.shared
+            .join_path(local, remote, status, congestion)
+            .await
     }
 
     /// Closes one path; its unacknowledged data is re-sent on the others.
@@ -990,7 +1034,38 @@ async fn drive(shared: Arc<Shared>) {
             let deadline = state.core.poll_timeout().filter(|t| *t > now);
             deadline.map_or(now + RECHECK, |t| t.min(now + RECHECK))
         };
+        // Actions run as the lock is released, so a failure declared just now is queued by here.
+        let rejoins = std::mem::take(&mut shared.lock().rejoins);
+        for r in rejoins {
+            tokio::spawn(rejoin(shared.clone(), r).in_current_span());
+        }
         let _ = tokio::time::timeout_at(wake_at.into(), shared.driver_wake.notified()).await;
+    }
+}
+
+/// Opens a failed path again from the same local address (a new port) until it joins, the
+/// connection ends, or [`REJOIN_FOR`] has passed. Each attempt has `attempt` to finish its
+/// handshake and join, and the next starts when it fails, so a path that comes back carries
+/// data again within about one attempt.
+async fn rejoin(shared: Arc<Shared>, r: Rejoin) {
+    let give_up = Instant::now() + REJOIN_FOR;
+    while Instant::now() < give_up {
+        if shared.lock().error().is_some() {
+            return;
+        }
+        let started = Instant::now();
+        let attempt = shared.join_path(r.local, r.remote, PathStatus::Available, None);
+        match tokio::time::timeout(r.attempt, attempt).await {
+            Ok(Ok(path)) => {
+                tracing::info!(path = path.0, remote = %r.remote, "failed path joined again");
+                return;
+            }
+            Ok(Err(PathError::Closed(_) | PathError::NotClient)) => return,
+            // Lost in the outage, refused or timed out: a fresh attempt.
+            Ok(Err(_)) | Err(_) => {}
+        }
+        // One that failed at once (no route yet) waits out its time.
+        tokio::time::sleep_until((started + r.attempt).into()).await;
     }
 }
 

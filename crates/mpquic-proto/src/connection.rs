@@ -96,6 +96,9 @@ pub enum Action {
         reason: String,
         /// Its last counters.
         counters: PathCounters,
+        /// The core declared it failed (no acknowledgement by its failure deadline), rather
+        /// than being told it closed: a client may open it again.
+        failed: bool,
     },
     /// The path's sender may have something to do: call [`Connection::poll_path`].
     WakePath(PathId),
@@ -1184,6 +1187,10 @@ impl Connection {
     /// carried and was not acknowledged on the others, and repeat the control state it may
     /// have lost ([`Action::PathDown`] follows).
     pub fn on_path_down(&mut self, path: PathId, reason: String, now: Instant) {
+        self.path_down(path, reason, false, now);
+    }
+
+    fn path_down(&mut self, path: PathId, reason: String, failed: bool, now: Instant) {
         let Some(entry) = self.paths.remove(&path) else {
             return;
         };
@@ -1193,6 +1200,7 @@ impl Connection {
             path,
             reason,
             counters: entry.counters,
+            failed,
         });
         let ids: Vec<u64> = self.streams.keys().copied().collect();
         for id in ids {
@@ -1353,7 +1361,7 @@ impl Connection {
                 code: codes::PATH_FAILED,
                 reason: REASON,
             });
-            self.on_path_down(path, REASON.into(), now);
+            self.path_down(path, REASON.into(), true, now);
         }
     }
 

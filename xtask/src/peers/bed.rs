@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use mpquic_netns::events::TimedEvent;
 use mpquic_netns::relay::PathStats;
 use mpquic_netns::topology::{client_addr, server_addr, Side, Topology};
 use mpquic_sched::sim::Scenario;
@@ -49,7 +50,16 @@ impl Bed {
     /// Brings `scenario` up with per-path source routing and MPTCP endpoints in the client
     /// namespace; `scratch` is created now and removed on drop.
     pub fn up(scenario: &'static Scenario, scratch: PathBuf) -> Result<Bed, String> {
-        let topo = Topology::up(scenario).map_err(|e| e.to_string())?;
+        Self::up_with_events(scenario, &[], scratch)
+    }
+
+    /// [`Bed::up`] with timed events on some paths ([`Topology::up_with_events`]).
+    pub fn up_with_events(
+        scenario: &'static Scenario,
+        events: &[Vec<TimedEvent>],
+        scratch: PathBuf,
+    ) -> Result<Bed, String> {
+        let topo = Topology::up_with_events(scenario, events).map_err(|e| e.to_string())?;
         // From here `topo`'s Drop removes everything on an early return.
         let (client, server) = (topo.client_ns().to_owned(), topo.server_ns().to_owned());
         let n = scenario.paths.len();
@@ -99,6 +109,11 @@ impl Bed {
     /// A command running `program args...` in `side`'s namespace.
     pub fn exec(&self, side: Side, program: &Path) -> Command {
         self.topo.exec(side, [program.as_os_str()])
+    }
+
+    /// When the links' clock started (timed events count from here).
+    pub fn started(&self) -> Instant {
+        self.topo.started()
     }
 
     /// The per-path counters of the emulated links.

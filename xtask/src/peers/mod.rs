@@ -55,6 +55,7 @@
 //! [`page`]).
 
 mod bed;
+mod failover;
 mod harness;
 mod page;
 mod peer;
@@ -90,6 +91,8 @@ enum PeersCommand {
     /// One recorded page loaded by tquic's client and server over a scenario's paths (root);
     /// prints one LoadReport-shaped JSON line.
     Page(page::PageArgs),
+    /// A steady stream while one path dies and comes back, for each path (root).
+    Failover(failover::FailoverArgs),
     /// The plain-quinn and noq bulk harnesses (started by `bulk` inside the testbed).
     #[command(hide = true)]
     Harness(harness::HarnessArgs),
@@ -139,6 +142,7 @@ pub fn run(args: &PeersArgs) -> Result<ExitCode, Failure> {
     match &args.command {
         PeersCommand::Bulk(bulk_args) => bulk(bulk_args),
         PeersCommand::Page(page_args) => page::run(page_args),
+        PeersCommand::Failover(failover_args) => failover::run(failover_args),
         PeersCommand::Harness(harness_args) => harness::run(harness_args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(Failure::Testbed),

@@ -364,7 +364,7 @@ fn joined<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
 }
 
 /// The last non-empty line of `text` as JSON.
-fn last_json(text: &str, what: &str) -> Result<Value, String> {
+pub(super) fn last_json(text: &str, what: &str) -> Result<Value, String> {
     text.lines()
         .rev()
         .find(|l| l.trim_start().starts_with('{'))
