@@ -492,12 +492,14 @@ impl Shared {
         }
         let span = tracing::debug_span!("path", session = self.session.0, path = id.0);
         tokio::spawn(
-            send_loop(self.clone(), id, conn.clone(), telemetry, wake).instrument(span.clone()),
+            send_loop(self.clone(), id, conn.clone(), telemetry.clone(), wake)
+                .instrument(span.clone()),
         );
         tokio::spawn(recv_loop(self.clone(), id, conn.clone()).instrument(span.clone()));
         tokio::spawn(control_loop(self.clone(), id, control_recv).instrument(span.clone()));
         tokio::spawn(
-            write_control(self.clone(), control_send, control_rx).instrument(span.clone()),
+            write_control(self.clone(), control_send, control_rx, telemetry)
+                .instrument(span.clone()),
         );
         tokio::spawn(watch_closed(self.clone(), id, conn).instrument(span));
         // A new path may be the better place for control frames, and has a failure deadline.
@@ -1076,10 +1078,14 @@ async fn write_control(
     shared: Arc<Shared>,
     mut send: quinn::SendStream,
     mut queue: mpsc::Receiver<Vec<u8>>,
+    telemetry: Arc<Telemetry>,
 ) {
     while let Some(buf) = queue.recv().await {
         // There is room in the queue again.
         shared.driver_wake.notify_one();
+        // Control frames want acknowledgements too: a receiver that sends nothing else must
+        // still notice that its path died (its acks and credits would go nowhere).
+        telemetry.data_written(Instant::now());
         if send.write_all(&buf).await.is_err() {
             return;
         }

@@ -186,6 +186,10 @@ pub fn variants(
                     let flags = json!({"scheduler": s, "cc": "cubic", "delivery_reports": false});
                     let label = format!("{s}, cubic, no delivery reports");
                     push("mpquic".into(), label, false, flags, &all);
+                    // Re-injection's ablation: it must cost bulk transfers nothing.
+                    let flags = json!({"scheduler": s, "cc": main_cc, "reinjection": false});
+                    let label = format!("{s}, {main_cc}, no re-injection");
+                    push("mpquic".into(), label, false, flags, &all);
                 }
             }
         }
@@ -396,6 +400,9 @@ fn mpquic(job: &Job) -> Result<Measured, String> {
         command.args(initial_window_args(variant));
         if variant.flags["delivery_reports"] == json!(false) {
             command.arg("--no-delivery-reports");
+        }
+        if variant.flags["reinjection"] == json!(false) {
+            command.arg("--no-reinjection");
         }
         command.arg("--cert").arg(&cert);
     };

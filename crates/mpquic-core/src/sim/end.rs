@@ -565,6 +565,10 @@ impl End {
             if let Ok(n) = path.conn.send_stream(control).write(&path.control_out) {
                 path.control_out.drain(..n);
                 progress |= n > 0;
+                if n > 0 {
+                    // As the quinn driver's control writer: control frames want acks too.
+                    path.telemetry.data_written(now);
+                }
             }
         }
         progress
