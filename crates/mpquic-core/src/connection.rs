@@ -104,20 +104,28 @@ pub(crate) struct Inner {
     rejoins: Vec<Rejoin>,
 }
 
-/// A path the core declared failed, to open again from the same local address.
+/// A path the core declared failed, to open again from the same local address (both drivers).
 #[derive(Debug)]
-struct Rejoin {
-    local: SocketAddr,
-    remote: SocketAddr,
-    /// How long one attempt (handshake and join) may take.
-    attempt: Duration,
+pub(crate) struct Rejoin {
+    pub(crate) local: SocketAddr,
+    pub(crate) remote: SocketAddr,
+    /// How long one attempt (handshake and join) may take: four of the path's last smoothed
+    /// RTTs, within 0.2-2 s.
+    pub(crate) attempt: Duration,
+}
+
+impl Rejoin {
+    pub(crate) fn new(local: SocketAddr, remote: SocketAddr, srtt: Duration) -> Self {
+        Self {
+            local,
+            remote,
+            attempt: (srtt * 4).clamp(Duration::from_millis(200), Duration::from_secs(2)),
+        }
+    }
 }
 
 /// How long a client keeps opening a failed path again before it gives up.
-const REJOIN_FOR: Duration = Duration::from_secs(30);
-/// Bounds of one rejoin attempt: four of the path's smoothed RTTs, within these.
-const REJOIN_ATTEMPT_MIN: Duration = Duration::from_millis(200);
-const REJOIN_ATTEMPT_MAX: Duration = Duration::from_secs(2);
+pub(crate) const REJOIN_FOR: Duration = Duration::from_secs(30);
 
 impl Inner {
     /// A connection of `side`, with the limits both sides announced.
@@ -231,11 +239,11 @@ impl Inner {
                         gone.wake.notify_one();
                         if failed && self.core.side() == Side::Client {
                             let srtt = gone.telemetry.lock().rtt.srtt();
-                            self.rejoins.push(Rejoin {
-                                local: SocketAddr::new(gone.local.ip(), 0),
-                                remote: gone.conn.remote_address(),
-                                attempt: (srtt * 4).clamp(REJOIN_ATTEMPT_MIN, REJOIN_ATTEMPT_MAX),
-                            });
+                            self.rejoins.push(Rejoin::new(
+                                SocketAddr::new(gone.local.ip(), 0),
+                                gone.conn.remote_address(),
+                                srtt,
+                            ));
                         }
                     }
                     let _ = self.events.send(PathEvent::Down { path, reason });

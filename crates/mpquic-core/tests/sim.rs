@@ -416,8 +416,8 @@ proptest! {
 }
 
 /// pb-high's two paths (10 Mbit/s, 5 ms and 40 Mbit/s, 25 ms one way, `LinkConfig::from_spec`
-/// queues); path `dies` goes down in both directions at `down`.
-fn pb_high(dies: usize, down: Duration) -> Vec<PathLinks> {
+/// queues); path `dies` goes down in both directions at `down`, and up again at `up` if set.
+fn pb_high(dies: usize, down: Duration, up: Option<Duration>) -> Vec<PathLinks> {
     let scenario = Scenario::by_name("pb-high").unwrap();
     scenario
         .paths
@@ -431,6 +431,10 @@ fn pb_high(dies: usize, down: Duration) -> Vec<PathLinks> {
                         at: down,
                         action: EventAction::Down,
                     });
+                    c.events.extend(up.map(|at| TimedEvent {
+                        at,
+                        action: EventAction::Up,
+                    }));
                 }
                 c
             };
@@ -447,6 +451,8 @@ struct Steady {
     gap_from: Duration,
     intact: bool,
     suspected: Vec<PathId>,
+    /// When a path that joined after the connection's start first delivered stream bytes.
+    new_path_delivered: Option<Duration>,
 }
 
 /// Writes `len` bytes on one client stream at `rate_bps`, read at the server as they come.
@@ -459,6 +465,8 @@ fn steady_stream(pair: &mut Pair, rate_bps: u64, len: usize, limit: Duration) ->
     let mut last_delivery: Option<Duration> = None;
     let (mut longest_gap, mut gap_from) = (Duration::ZERO, Duration::ZERO);
     let mut suspected = Vec::new();
+    let mut new_path_delivered = None;
+    let first_paths: Vec<PathId> = pair.server.core.path_ids().collect();
     let mut accepted = false;
     let done = pair.run_until(limit, |pair| {
         let now = pair.now();
@@ -496,6 +504,13 @@ fn steady_stream(pair: &mut Pair, rate_bps: u64, len: usize, limit: Duration) ->
                 suspected.push(path);
             }
         }
+        let server = &pair.server.core;
+        let new_delivering = server.path_ids().any(|id| {
+            !first_paths.contains(&id) && server.path(id).is_some_and(|(_, c)| c.bytes_received > 0)
+        });
+        if new_delivering && new_path_delivered.is_none() {
+            new_path_delivered = Some(pair.elapsed());
+        }
         received.len() == len
     });
     assert!(done, "{} of {len} bytes arrived", received.len());
@@ -504,6 +519,7 @@ fn steady_stream(pair: &mut Pair, rate_bps: u64, len: usize, limit: Duration) ->
         gap_from,
         intact: received == data,
         suspected,
+        new_path_delivered,
     }
 }
 
@@ -516,7 +532,7 @@ fn a_stream_keeps_flowing_within_200_ms_when_either_path_dies() {
         let mut pair = Pair::new(
             &Config::default(),
             &Config::default(),
-            pb_high(dies, Duration::from_secs(2)),
+            pb_high(dies, Duration::from_secs(2), None),
             3,
         )
         .unwrap();
@@ -570,4 +586,28 @@ fn bytes_lost_on_a_slower_path_are_reinjected_within_the_budget() {
         sent.on_loss
     );
     assert!(pair.server.core.reinjection_stats().duplicate_received > 0);
+}
+
+/// A path that died at 2 s and comes back at 5 s is declared failed, opened again by the client
+/// from the same address, and carries stream bytes again before 5.5 s.
+#[test]
+fn a_failed_path_that_comes_back_carries_data_again_within_half_a_second() {
+    for dies in [0, 1] {
+        let (down, up) = (Duration::from_secs(2), Duration::from_secs(5));
+        let mut pair = Pair::new(
+            &Config::default(),
+            &Config::default(),
+            pb_high(dies, down, Some(up)),
+            5,
+        )
+        .unwrap();
+        let outcome = steady_stream(&mut pair, 20_000_000, 15_000_000, Duration::from_secs(30));
+        assert!(outcome.intact, "path {dies}: the stream arrived intact");
+        let back = outcome.new_path_delivered;
+        eprintln!("path {dies} dies: a new path delivered at {back:?}");
+        assert!(
+            back.is_some_and(|at| at > up && at < up + Duration::from_millis(500)),
+            "path {dies}: a rejoined path delivered at {back:?}"
+        );
+    }
 }

@@ -17,7 +17,7 @@ use quinn_proto::{
 };
 
 use crate::config::Config;
-use crate::connection::{send_window_target, session_end, CONTROL_PRIORITY};
+use crate::connection::{send_window_target, session_end, Rejoin, CONTROL_PRIORITY, REJOIN_FOR};
 use crate::error::{codes, ConnectionError, ProtocolError};
 use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
 
@@ -88,6 +88,20 @@ pub struct End {
     inbox: Vec<Datagram>,
     events: Vec<PathEvent>,
     buf: Vec<u8>,
+    /// The client's TLS settings, kept for opening failed paths again.
+    client_tls: Option<quinn_proto::ClientConfig>,
+    /// Failed paths being opened again, as the quinn driver's `rejoin` does.
+    rejoins: Vec<Rejoining>,
+}
+
+/// A failed path the client opens again: one attempt at a time, each given `path.attempt`,
+/// until one joins or `give_up`.
+#[derive(Debug)]
+struct Rejoining {
+    path: Rejoin,
+    give_up: Instant,
+    /// The attempt under way and when it is abandoned, or when the next one starts.
+    current: Result<(ConnectionHandle, Instant), Instant>,
 }
 
 impl End {
@@ -124,6 +138,8 @@ impl End {
             inbox: Vec::new(),
             events: Vec::new(),
             buf: Vec::new(),
+            client_tls: None,
+            rejoins: Vec::new(),
         }
     }
 
@@ -139,7 +155,8 @@ impl End {
         remote: SocketAddr,
         client_config: &quinn_proto::ClientConfig,
         now: Instant,
-    ) -> Result<(), quinn_proto::ConnectError> {
+    ) -> Result<ConnectionHandle, quinn_proto::ConnectError> {
+        self.client_tls.get_or_insert_with(|| client_config.clone());
         let telemetry = self.config.new_telemetry();
         let mut client_config = client_config.clone();
         client_config.transport_config(self.config.quinn_transport(&telemetry, None));
@@ -148,7 +165,48 @@ impl End {
             .connect(now, client_config, remote, "localhost")?;
         self.paths
             .insert(handle, SimPath::new(conn, local, telemetry));
-        Ok(())
+        Ok(handle)
+    }
+
+    /// Starts, abandons and retires the attempts to open failed paths again. `true` if any
+    /// started.
+    fn run_rejoins(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        let mut rejoins = std::mem::take(&mut self.rejoins);
+        rejoins.retain_mut(|r| {
+            if let Ok((handle, abandon_at)) = r.current {
+                match self.paths.get_mut(&handle) {
+                    Some(path) if matches!(path.setup, Setup::Up(_)) => return false,
+                    Some(path) if now >= abandon_at => {
+                        path.conn.close(
+                            now,
+                            varint(codes::PATH_CLOSED),
+                            Bytes::from_static(b"rejoin attempt"),
+                        );
+                        r.current = Err(abandon_at);
+                    }
+                    None => r.current = Err(now),
+                    Some(_) => return true,
+                }
+            }
+            if now >= r.give_up || self.core.error().is_some() {
+                return false;
+            }
+            if r.current.is_err_and(|next| now >= next) {
+                let Some(tls) = self.client_tls.clone() else {
+                    return false;
+                };
+                let (local, remote, attempt) = (r.path.local, r.path.remote, r.path.attempt);
+                r.current = match self.connect(local, remote, &tls, now) {
+                    Ok(handle) => Ok((handle, now + attempt)),
+                    Err(_) => Err(now + attempt),
+                };
+                progress = true;
+            }
+            true
+        });
+        self.rejoins = rejoins;
+        progress
     }
 
     pub(crate) fn deliver(&mut self, datagram: Datagram) {
@@ -170,6 +228,7 @@ impl End {
             self.core.handle_timeout(now);
         }
         progress |= self.dispatch(now);
+        progress |= self.run_rejoins(now);
         progress |= self.flush_control(now);
         for handle in &handles {
             progress |= self.run_sender(*handle, now);
@@ -193,6 +252,13 @@ impl End {
     /// The earliest time after which [`End::drive`] has something to do without input.
     pub(crate) fn next_timeout(&mut self) -> Option<Instant> {
         let mut next = self.core.poll_timeout();
+        for r in &self.rejoins {
+            let at = match r.current {
+                Ok((_, abandon_at)) => abandon_at,
+                Err(next_try) => next_try,
+            };
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
         for path in self.paths.values_mut() {
             for t in [path.conn.poll_timeout(), path.wait_until] {
                 next = match (next, t) {
@@ -505,12 +571,25 @@ impl End {
             any = true;
             match action {
                 Action::Event(event) => self.events.push(event),
-                Action::PathDown { path, reason, .. } => {
+                Action::PathDown {
+                    path,
+                    reason,
+                    failed,
+                    ..
+                } => {
                     if let Some(handle) = self.handle_of(path) {
                         let entry = self.paths.get_mut(&handle).expect("just found");
                         // Its connection drains on its own; the core has forgotten it.
                         entry.setup = Setup::Gone;
                         entry.writes.clear();
+                        if failed && self.side == Side::Client {
+                            let srtt = entry.telemetry.lock().rtt.srtt();
+                            self.rejoins.push(Rejoining {
+                                path: Rejoin::new(entry.local, entry.conn.remote_address(), srtt),
+                                give_up: now + REJOIN_FOR,
+                                current: Err(now),
+                            });
+                        }
                     }
                     self.events.push(PathEvent::Down { path, reason });
                 }
