@@ -611,3 +611,163 @@ fn a_failed_path_that_comes_back_carries_data_again_within_half_a_second() {
         );
     }
 }
+
+// ---- receive credit (the hardening issue's regressions, moved from loopback) ----
+
+/// A server whose connection window is 1 MiB and stream window `stream_window`.
+fn small_window(stream_window: u64) -> Config {
+    let mut config = Config::default();
+    config
+        .receive_window(1 << 20)
+        .unwrap()
+        .stream_receive_window(stream_window)
+        .unwrap();
+    config
+}
+
+/// One path of 100 Mbit/s, 5 ms each way.
+fn one_path() -> Vec<PathLinks> {
+    let link = || emulated(LinkConfig::new(100_000_000, Duration::from_millis(5)));
+    vec![(link(), link())]
+}
+
+/// Stream bytes the server received on all its paths.
+fn server_received(pair: &Pair) -> u64 {
+    let core = &pair.server.core;
+    core.path_ids()
+        .filter_map(|id| core.path(id))
+        .map(|(_, counters)| counters.bytes_received)
+        .sum()
+}
+
+/// Writes what the stream takes of `data[*written..]`; finishes it once all is written if
+/// `finish`.
+fn write_some(pair: &mut Pair, stream: u64, data: &[u8], written: &mut usize, finish: bool) {
+    let now = pair.now();
+    while *written < data.len() {
+        let n = pair
+            .client
+            .core
+            .write(stream, &data[*written..], now)
+            .unwrap();
+        if n == 0 {
+            return;
+        }
+        *written += n;
+        if *written == data.len() && finish {
+            pair.client.core.finish(stream, now).unwrap();
+        }
+    }
+}
+
+/// Reads what the server has of `stream` into `into`; `Some` once it ended (with how).
+fn read_some(pair: &mut Pair, stream: u64, into: &mut Vec<u8>) -> Option<Result<(), ReadError>> {
+    loop {
+        match pair.server.core.read(stream, usize::MAX)? {
+            Ok(Some(bytes)) => into.extend_from_slice(&bytes),
+            Ok(None) => return Some(Ok(())),
+            // The server has not seen the stream yet (reads of an unknown stream fail so).
+            Err(ReadError::ClosedStream) if into.is_empty() => return None,
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+#[test]
+fn reading_a_reset_stream_returns_its_buffered_bytes_to_the_window() {
+    const STREAM: usize = 64 * 1024;
+    let limit = Duration::from_secs(10);
+    let mut pair = Pair::new(&Config::default(), &small_window(256 * 1024), one_path(), 1).unwrap();
+    assert!(pair.connect(Duration::from_secs(2)));
+    // Sixteen streams fill the connection window, and stay buffered at the server...
+    let now = pair.now();
+    let streams: Vec<u64> = (0..16)
+        .map(|_| pair.client.core.open(true, now).unwrap())
+        .collect();
+    let mut written = vec![0; streams.len()];
+    let data = payload(STREAM);
+    let filled = pair.run_until(limit, |pair| {
+        for (k, stream) in streams.iter().enumerate() {
+            write_some(pair, *stream, &data, &mut written[k], false);
+        }
+        server_received(pair) >= 16 * STREAM as u64
+    });
+    assert!(
+        filled,
+        "the server received {} bytes",
+        server_received(&pair)
+    );
+    // ...until their writer resets them, and the server has the resets: the writer forgets a
+    // reset stream once the server acknowledged it.
+    let now = pair.now();
+    for stream in &streams {
+        pair.client.core.reset(*stream, 7, now).unwrap();
+    }
+    let forgotten = pair.run_until(limit, |pair| {
+        let now = pair.now();
+        streams
+            .iter()
+            .all(|s| pair.client.core.set_urgency(*s, 3, false, now).is_err())
+    });
+    assert!(forgotten, "the server acknowledged the resets");
+    for stream in &streams {
+        assert_eq!(pair.server.core.accept(true), Some(*stream));
+        let result = pair.server.core.read(*stream, usize::MAX);
+        assert!(
+            matches!(result, Some(Err(ReadError::Reset(7)))),
+            "expected the reset, got {result:?}"
+        );
+    }
+    // The window they held is free again: a seventeenth stream gets through.
+    let stream = pair.client.core.open(true, pair.now()).unwrap();
+    let (mut written, mut received) = (0, Vec::new());
+    let arrived = pair.run_until(limit, |pair| {
+        write_some(pair, stream, &data, &mut written, true);
+        read_some(pair, stream, &mut received).is_some()
+    });
+    assert!(arrived, "{} of {STREAM} bytes arrived", received.len());
+    assert!(received == data);
+}
+
+#[test]
+fn unread_streams_below_the_window_do_not_block_the_others() {
+    const UNREAD: usize = 300 * 1024;
+    const READ: usize = 2 << 20;
+    let limit = Duration::from_secs(20);
+    let mut pair = Pair::new(&Config::default(), &small_window(512 * 1024), one_path(), 2).unwrap();
+    assert!(pair.connect(Duration::from_secs(2)));
+    // Two streams hold 600 KiB of the 1 MiB window, unread.
+    let now = pair.now();
+    let held: Vec<u64> = (0..2)
+        .map(|_| pair.client.core.open(true, now).unwrap())
+        .collect();
+    let mut written = vec![0; held.len()];
+    let data = payload(UNREAD);
+    let filled = pair.run_until(limit, |pair| {
+        for (k, stream) in held.iter().enumerate() {
+            write_some(pair, *stream, &data, &mut written[k], true);
+        }
+        server_received(pair) >= 2 * UNREAD as u64
+    });
+    assert!(
+        filled,
+        "the server received {} bytes",
+        server_received(&pair)
+    );
+    // A third stream, twice the window, flows through the rest as it is read.
+    let big = payload(READ);
+    let stream = pair.client.core.open(true, pair.now()).unwrap();
+    let (mut written, mut received) = (0, Vec::new());
+    let arrived = pair.run_until(limit, |pair| {
+        write_some(pair, stream, &big, &mut written, true);
+        read_some(pair, stream, &mut received) == Some(Ok(()))
+    });
+    assert!(arrived, "{} of {READ} bytes arrived", received.len());
+    assert!(received == big);
+    // The held streams were intact all along.
+    for stream in held {
+        let mut got = Vec::new();
+        assert_eq!(read_some(&mut pair, stream, &mut got), Some(Ok(())));
+        assert!(got == data, "held stream {stream}");
+    }
+}
