@@ -771,7 +771,10 @@ impl Connection {
             return Ok(());
         }
         let before = recv.reasm.footprint();
-        let buffered_before = recv.reasm.buffered() + recv.reasm.read_offset();
+        let buffered_before = recv
+            .reasm
+            .buffered()
+            .saturating_add(recv.reasm.read_offset());
         recv.reasm
             .insert(offset, data, recv.max_stream_data)
             .map_err(|e| match e {
@@ -789,7 +792,11 @@ impl Connection {
                     limit: recv.max_stream_data,
                 },
             })?;
-        let new_bytes = (recv.reasm.buffered() + recv.reasm.read_offset()) - buffered_before;
+        let new_bytes = (recv
+            .reasm
+            .buffered()
+            .saturating_add(recv.reasm.read_offset()))
+        .saturating_sub(buffered_before);
         self.reinjection.duplicate_received = self
             .reinjection
             .duplicate_received
@@ -1376,7 +1383,7 @@ impl Connection {
             return None;
         }
         let (unacked_since, _) = entry.telemetry.ack_wait();
-        Some(unacked_since? + entry.telemetry.probe_timeout())
+        unacked_since?.checked_add(entry.telemetry.probe_timeout())
     }
 
     /// The path acknowledged nothing for a probe timeout: the scheduler loses it, and its bytes
