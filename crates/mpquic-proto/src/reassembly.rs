@@ -4,7 +4,9 @@
 //! may be sent again on another one, possibly cut differently, so duplicated and overlapping.
 //! [`Reassembler`] buffers each byte once, checks that re-sent bytes match what is already
 //! buffered, and hands the bytes out in order, as zero-copy slices of the received chunks
-//! where that does not keep much more memory alive than the bytes themselves.
+//! where that does not keep much more memory alive than the bytes themselves. Small pieces that
+//! arrive one right after another are copied into one allocation, so that a sender's small
+//! writes cost about their bytes.
 //!
 //! Memory is what it really costs, not what the bytes count: a slice keeps its whole chunk's
 //! allocation alive, and every buffered range has a fixed overhead. [`Reassembler::footprint`]
@@ -21,6 +23,14 @@ use bytes::Bytes;
 /// shared-ownership header a sliced `Bytes` grows. Measured by the `footprint_covers_the_heap`
 /// test below.
 pub(crate) const RANGE_OVERHEAD: u64 = 160;
+
+/// New bytes right after a buffered range are copied into one allocation with it when the
+/// result stays this small and the copy costs at most [`MERGE_COST`] times the new bytes: a
+/// sender that writes a stream in small pieces (an application's small writes behind a hole
+/// left by a dead path) then costs about its bytes, not [`RANGE_OVERHEAD`] per piece.
+const MERGE_MAX: usize = 16 * 1024;
+/// Each received byte is copied at most this many times by merging.
+const MERGE_COST: usize = 4;
 
 /// Why an insert was refused; nothing from a refused insert is stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -133,14 +143,38 @@ impl Reassembler {
             };
             self.add(at, held);
         }
-        while let Some(held) = self.ranges.get(&self.contiguous_end) {
-            self.contiguous_end += held.data.len() as u64;
+        // A merged range may start before the contiguous end and reach past it.
+        while let Some(end) = self
+            .ranges
+            .range(..=self.contiguous_end)
+            .next_back()
+            .map(|(start, held)| start + held.data.len() as u64)
+            .filter(|end| *end > self.contiguous_end)
+        {
+            self.contiguous_end = end;
         }
         Ok(())
     }
 
     fn add(&mut self, at: u64, held: Held) {
         self.buffered += held.data.len() as u64;
+        let before = self.ranges.range(..at).next_back();
+        let merge = before.filter(|(start, prev)| {
+            let (prev, new) = (prev.data.len(), held.data.len());
+            **start + prev as u64 == at && prev + new <= MERGE_MAX && prev <= MERGE_COST * new
+        });
+        if let Some((&start, _)) = merge {
+            if let Some(prev) = self.ranges.remove(&start) {
+                self.allocated -= prev.allocation;
+                let mut joined = Vec::with_capacity(prev.data.len() + held.data.len());
+                joined.extend_from_slice(&prev.data);
+                joined.extend_from_slice(&held.data);
+                let joined = Held::exact(Bytes::from(joined));
+                self.allocated += joined.allocation;
+                self.ranges.insert(start, joined);
+                return;
+            }
+        }
         self.allocated += held.allocation;
         self.ranges.insert(at, held);
     }
@@ -454,6 +488,26 @@ mod tests {
         assert_eq!(r.footprint(), 400 + RANGE_OVERHEAD);
         assert_eq!(read_all(&mut r), chunk[600..]);
         assert_eq!(r.footprint(), 0);
+    }
+
+    #[test]
+    fn small_pieces_in_order_behind_a_hole_cost_about_their_bytes() {
+        let mut r = Reassembler::new();
+        for i in 0..1000u64 {
+            r.insert(100 + 42 * i, Bytes::from(vec![7u8; 42]), u64::MAX)
+                .unwrap();
+        }
+        assert_eq!(r.buffered(), 42_000);
+        // Unmerged, every piece would cost RANGE_OVERHEAD besides its 42 bytes: 4.8 times them.
+        assert!(
+            r.footprint() <= 2 * r.buffered(),
+            "footprint {} for {} bytes",
+            r.footprint(),
+            r.buffered()
+        );
+        r.insert(0, Bytes::from(vec![7u8; 100]), u64::MAX).unwrap();
+        assert_eq!(r.contiguous_end(), 42_100);
+        assert_eq!(read_all(&mut r), vec![7u8; 42_100]);
     }
 
     #[test]
