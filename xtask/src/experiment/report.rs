@@ -472,6 +472,35 @@ fn extras_section(blocks: &[Block]) -> String {
     }
 }
 
+/// Each ablation row of `kind` in every block, with its block and the same scheduler's main
+/// row: (block, variant, without, with).
+fn ablations(
+    blocks: &[Block],
+    kind: VariantKind,
+) -> impl Iterator<Item = (&Block, &Variant, &Cell, &Cell)> {
+    blocks.iter().flat_map(move |b| {
+        b.rows
+            .iter()
+            .filter(move |(v, _)| v.kind == kind)
+            .filter_map(move |(v, without)| Some((b, v, without, b.main(&v.scheduler)?)))
+    })
+}
+
+/// A mean in ms to one decimal, or "-".
+fn mean(s: Option<Summary>) -> String {
+    s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean))
+}
+
+/// Three table cells: the mean without, the mean with, and the change.
+fn without_with(without: Option<Summary>, with: Option<Summary>) -> String {
+    format!(
+        "{} | {} | {}",
+        mean(without),
+        mean(with),
+        pct(change(with, without))
+    )
+}
+
 /// Each scheduler with delivery reports against the same scheduler without them.
 fn delivery_reports_section(blocks: &[Block]) -> String {
     let mut out = String::new();
@@ -481,32 +510,17 @@ fn delivery_reports_section(blocks: &[Block]) -> String {
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
     let mut any = false;
-    for b in blocks {
-        let ablations = b
-            .rows
-            .iter()
-            .filter(|(v, _)| v.kind == VariantKind::NoDeliveryReports);
-        for (v, without) in ablations {
-            let Some(with) = b.main(&v.scheduler) else {
-                continue;
-            };
-            let mean =
-                |s: Option<Summary>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean));
-            any = true;
-            let _ = writeln!(
-                out,
-                "| {} / {} | {} | {} | {} | {} | {} | {} | {} |",
-                b.scenario.name,
-                b.page,
-                v.scheduler,
-                mean(without.frt()),
-                mean(with.frt()),
-                pct(change(with.frt(), without.frt())),
-                mean(without.plt()),
-                mean(with.plt()),
-                pct(change(with.plt(), without.plt())),
-            );
-        }
+    for (b, v, without, with) in ablations(blocks, VariantKind::NoDeliveryReports) {
+        any = true;
+        let _ = writeln!(
+            out,
+            "| {} / {} | {} | {} | {} |",
+            b.scenario.name,
+            b.page,
+            v.scheduler,
+            without_with(without.frt(), with.frt()),
+            without_with(without.plt(), with.plt()),
+        );
     }
     if any {
         let _ = writeln!(
@@ -529,48 +543,36 @@ fn reinjection_section(blocks: &[Block]) -> String {
         "| scenario / page | scheduler | FRT without | FRT with | with vs without | FRT p90 / median, with | PLT without | PLT with | with vs without | bytes received twice |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mean = |s: Option<Summary>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean));
     let mut headline: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut any = false;
+    for (b, v, without, with) in ablations(blocks, VariantKind::NoReinjection) {
+        let tail = match (quantile(&with.frt, 0.9), quantile(&with.frt, 0.5)) {
+            (Some(p90), Some(median)) if median > 0.0 => format!("{:.2}", p90 / median),
+            _ => "-".to_owned(),
+        };
+        let (twice, bytes) = (
+            with.duplicate_bytes.iter().sum::<u64>(),
+            with.bytes.iter().sum::<u64>(),
+        );
+        let redundant = if bytes > 0 {
+            format!("{:.2}%", twice as f64 * 100.0 / bytes as f64)
+        } else {
+            "-".to_owned()
+        };
+        any = true;
+        let _ = writeln!(
+            out,
+            "| {} / {} | {} | {} | {} | {} | {} |",
+            b.scenario.name,
+            b.page,
+            v.scheduler,
+            without_with(without.frt(), with.frt()),
+            tail,
+            without_with(without.plt(), with.plt()),
+            redundant,
+        );
+    }
     for b in blocks {
-        let ablations = b
-            .rows
-            .iter()
-            .filter(|(v, _)| v.kind == VariantKind::NoReinjection);
-        for (v, without) in ablations {
-            let Some(with) = b.main(&v.scheduler) else {
-                continue;
-            };
-            let tail = match (quantile(&with.frt, 0.9), quantile(&with.frt, 0.5)) {
-                (Some(p90), Some(median)) if median > 0.0 => format!("{:.2}", p90 / median),
-                _ => "-".to_owned(),
-            };
-            let (twice, bytes) = (
-                with.duplicate_bytes.iter().sum::<u64>(),
-                with.bytes.iter().sum::<u64>(),
-            );
-            let redundant = if bytes > 0 {
-                format!("{:.2}%", twice as f64 * 100.0 / bytes as f64)
-            } else {
-                "-".to_owned()
-            };
-            any = true;
-            let _ = writeln!(
-                out,
-                "| {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                b.scenario.name,
-                b.page,
-                v.scheduler,
-                mean(without.frt()),
-                mean(with.frt()),
-                pct(change(with.frt(), without.frt())),
-                tail,
-                mean(without.plt()),
-                mean(with.plt()),
-                pct(change(with.plt(), without.plt())),
-                redundant,
-            );
-        }
         let pb_with = b.main(SchedulerKind::PriorityBucket.name());
         let lrf_without = b.rows.iter().find(|(v, _)| {
             v.kind == VariantKind::NoReinjection && v.scheduler == SchedulerKind::Lrf.name()

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::bed::{addrs, Bed, Proc};
 use super::peer::last_json;
-use super::{cargo, target_dir};
+use super::{release_bulk, target_dir};
 use crate::testbed::catch_signals;
 use crate::Failure;
 
@@ -81,16 +81,7 @@ pub fn run(args: &FailoverArgs) -> Result<ExitCode, Failure> {
         ));
     }
     catch_signals()?;
-    cargo(&[
-        "build",
-        "-q",
-        "--release",
-        "-p",
-        "mpquic",
-        "--example",
-        "bulk",
-    ])?;
-    let bulk = target_dir().join("release").join("examples").join("bulk");
+    let bulk = release_bulk()?;
     let out = args
         .out
         .clone()

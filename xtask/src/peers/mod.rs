@@ -204,29 +204,36 @@ fn cargo(args: &[&str]) -> Result<(), Failure> {
     }
 }
 
+/// Builds `examples/bulk` (release) and returns its path.
+fn release_bulk() -> Result<PathBuf, Failure> {
+    eprintln!("building examples/bulk (release)");
+    cargo(&[
+        "build",
+        "-q",
+        "--release",
+        "-p",
+        "mpquic",
+        "--example",
+        "bulk",
+    ])?;
+    Ok(target_dir().join("release").join("examples").join("bulk"))
+}
+
 /// Builds (release) or finds (dev) what the chosen peers run.
 fn tools(peers: &[Peer], profile: Profile) -> Result<Tools, Failure> {
     let needs = |p: &[Peer]| peers.iter().any(|x| p.contains(x));
     let (bulk, harness) = match profile {
         Profile::Release => {
-            if needs(&[Peer::Mpquic, Peer::MpquicSingle]) {
-                eprintln!("building examples/bulk (release)");
-                cargo(&[
-                    "build",
-                    "-q",
-                    "--release",
-                    "-p",
-                    "mpquic",
-                    "--example",
-                    "bulk",
-                ])?;
-            }
+            let bulk = if needs(&[Peer::Mpquic, Peer::MpquicSingle]) {
+                release_bulk()?
+            } else {
+                target_dir().join("release").join("examples").join("bulk")
+            };
             if needs(&[Peer::Quinn, Peer::Noq, Peer::Mptcp]) {
                 eprintln!("building xtask (release) for the quinn, noq and MPTCP harnesses");
                 cargo(&["build", "-q", "--release", "-p", "xtask", "--bin", "xtask"])?;
             }
-            let release = target_dir().join("release");
-            (release.join("examples").join("bulk"), release.join("xtask"))
+            (bulk, target_dir().join("release").join("xtask"))
         }
         Profile::Dev => {
             // This very binary, and the example next to it: nothing is built (under `cargo
