@@ -660,6 +660,34 @@ fn write_some(pair: &mut Pair, stream: u64, data: &[u8], written: &mut usize, fi
     }
 }
 
+/// Opens `count` client streams, writes `data` on each (finishing them if `finish`) and runs
+/// until the server has received all of it, unread; returns the streams.
+fn fill_unread(
+    pair: &mut Pair,
+    count: usize,
+    data: &[u8],
+    finish: bool,
+    limit: Duration,
+) -> Vec<u64> {
+    let now = pair.now();
+    let streams: Vec<u64> = (0..count)
+        .map(|_| pair.client.core.open(true, now).unwrap())
+        .collect();
+    let mut written = vec![0; count];
+    let filled = pair.run_until(limit, |pair| {
+        for (k, stream) in streams.iter().enumerate() {
+            write_some(pair, *stream, data, &mut written[k], finish);
+        }
+        server_received(pair) >= (count * data.len()) as u64
+    });
+    assert!(
+        filled,
+        "the server received {} bytes",
+        server_received(pair)
+    );
+    streams
+}
+
 /// Reads what the server has of `stream` into `into`; `Some` once it ended (with how).
 fn read_some(pair: &mut Pair, stream: u64, into: &mut Vec<u8>) -> Option<Result<(), ReadError>> {
     loop {
@@ -680,23 +708,8 @@ fn reading_a_reset_stream_returns_its_buffered_bytes_to_the_window() {
     let mut pair = Pair::new(&Config::default(), &small_window(256 * 1024), one_path(), 1).unwrap();
     assert!(pair.connect(Duration::from_secs(2)));
     // Sixteen streams fill the connection window, and stay buffered at the server...
-    let now = pair.now();
-    let streams: Vec<u64> = (0..16)
-        .map(|_| pair.client.core.open(true, now).unwrap())
-        .collect();
-    let mut written = vec![0; streams.len()];
     let data = payload(STREAM);
-    let filled = pair.run_until(limit, |pair| {
-        for (k, stream) in streams.iter().enumerate() {
-            write_some(pair, *stream, &data, &mut written[k], false);
-        }
-        server_received(pair) >= 16 * STREAM as u64
-    });
-    assert!(
-        filled,
-        "the server received {} bytes",
-        server_received(&pair)
-    );
+    let streams = fill_unread(&mut pair, 16, &data, false, limit);
     // ...until their writer resets them, and the server has the resets: the writer forgets a
     // reset stream once the server acknowledged it.
     let now = pair.now();
@@ -737,23 +750,8 @@ fn unread_streams_below_the_window_do_not_block_the_others() {
     let mut pair = Pair::new(&Config::default(), &small_window(512 * 1024), one_path(), 2).unwrap();
     assert!(pair.connect(Duration::from_secs(2)));
     // Two streams hold 600 KiB of the 1 MiB window, unread.
-    let now = pair.now();
-    let held: Vec<u64> = (0..2)
-        .map(|_| pair.client.core.open(true, now).unwrap())
-        .collect();
-    let mut written = vec![0; held.len()];
     let data = payload(UNREAD);
-    let filled = pair.run_until(limit, |pair| {
-        for (k, stream) in held.iter().enumerate() {
-            write_some(pair, *stream, &data, &mut written[k], true);
-        }
-        server_received(pair) >= 2 * UNREAD as u64
-    });
-    assert!(
-        filled,
-        "the server received {} bytes",
-        server_received(&pair)
-    );
+    let held = fill_unread(&mut pair, 2, &data, true, limit);
     // A third stream, twice the window, flows through the rest as it is read.
     let big = payload(READ);
     let stream = pair.client.core.open(true, pair.now()).unwrap();
