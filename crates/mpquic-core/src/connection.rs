@@ -719,6 +719,15 @@ impl Connection {
             .set_size_hint(stream.0, bytes, Instant::now())
     }
 
+    /// Tells the scheduler, by id, the most urgent request (urgency 0 to 7) the peer makes once
+    /// it has this stream (see [`SendStream::set_leads_to`]).
+    pub fn set_stream_leads_to(&self, stream: StreamId, urgency: u8) -> Result<(), WriteError> {
+        self.shared
+            .lock()
+            .core
+            .set_leads_to(stream.0, urgency, Instant::now())
+    }
+
     /// Opens one more path from `local` to `remote` and joins it to this session (client only).
     pub async fn open_path(
         &self,

@@ -124,6 +124,17 @@ impl SendStream {
             .set_size_hint(self.id, bytes, Instant::now())
     }
 
+    /// Tells the scheduler the most urgent request (urgency 0 to 7) the peer makes once it has
+    /// this stream: a small script of low urgency that leads to critical CSS. The stream is
+    /// then scheduled at that urgency rather than waiting behind the others of its own (a
+    /// server that knows its pages' dependencies avoids priority inversion this way).
+    pub fn set_leads_to(&mut self, urgency: u8) -> Result<(), WriteError> {
+        self.shared
+            .lock()
+            .core
+            .set_leads_to(self.id, urgency, Instant::now())
+    }
+
     /// Bytes of this stream sent on each path so far (re-sends included).
     pub fn path_bytes(&self) -> BTreeMap<PathId, u64> {
         self.counters.per_path()

@@ -605,6 +605,14 @@ impl Connection {
         self.set_meta(id, |meta| meta.size = Some(bytes), now)
     }
 
+    /// Tells the scheduler the most urgent request (urgency 0 to 7) the peer makes once it has
+    /// this sending stream ([`StreamMeta::leads_to`]): a stream that leads to something more
+    /// urgent than itself is scheduled and re-injected at that urgency.
+    pub fn set_leads_to(&mut self, id: u64, urgency: u8, now: Instant) -> Result<(), WriteError> {
+        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
+        self.set_meta(id, |meta| meta.leads_to = Some(urgency), now)
+    }
+
     fn set_meta(
         &mut self,
         id: u64,
@@ -1453,14 +1461,16 @@ impl Connection {
         };
         let urgent = |meta: &StreamMeta| match cause {
             Cause::Suspicion => true,
-            Cause::Loss => config.urgency.is_some_and(|u| meta.urgency <= u),
+            Cause::Loss => config
+                .urgency
+                .is_some_and(|u| meta.effective_urgency() <= u),
         };
         let mut order: Vec<(Urgency, u32, u64)> = self
             .streams
             .iter()
             .filter_map(|(id, s)| s.send.as_ref().map(|send| (id, send)))
             .filter(|(_, send)| send.reset.is_none() && urgent(&send.meta))
-            .map(|(id, send)| (send.meta.urgency, send.arrival, *id))
+            .map(|(id, send)| (send.meta.effective_urgency(), send.arrival, *id))
             .collect();
         order.sort_unstable();
         let mut queued_to_scheduler = false;

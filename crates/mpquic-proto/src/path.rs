@@ -133,14 +133,9 @@ impl Path {
         self.suspected.is_none() && self.status != PathStatus::Down
     }
 
-    /// When the path's newest data would arrive if sent now: its one-way delay plus what is
-    /// in flight ahead of it at its estimated rate.
+    /// When data sent now would arrive ([`PathSnapshot::delivery_delay`]).
     pub(crate) fn delivery_delay(&self, id: PathId) -> Duration {
-        let snapshot = self.snapshot(id);
-        let rate = snapshot.bandwidth.bytes_per_sec().max(1.0);
-        let queued = Duration::try_from_secs_f64(snapshot.bytes_in_flight as f64 / rate)
-            .unwrap_or(Duration::MAX);
-        self.telemetry.one_way_delay().saturating_add(queued)
+        self.snapshot(id).delivery_delay()
     }
 
     /// What the scheduler sees of this path.

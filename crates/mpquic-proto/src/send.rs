@@ -174,7 +174,7 @@ impl SendState {
     /// The priority of this stream's per-path transport streams (quinn's scale, higher first): urgency bucket first, then arrival
     /// order (earlier first) unless incremental, where quinn's fairness round-robins.
     pub(crate) fn quinn_priority(&self) -> i32 {
-        let bucket = i32::from(Urgency::LOWEST.get() - self.meta.urgency.get());
+        let bucket = i32::from(Urgency::LOWEST.get() - self.meta.effective_urgency().get());
         if self.meta.incremental {
             bucket << 20
         } else {

@@ -135,7 +135,7 @@ impl SaEcf {
             .iter()
             .map(|s| FluidStream {
                 size: s.left(),
-                weight: s.meta.urgency.weight(),
+                weight: s.meta.effective_urgency().weight(),
             })
             .collect();
         let done = wrr_completion(&fluid, Bandwidth::UNIT);

@@ -366,7 +366,7 @@ impl StreamEarliestCompletion {
             .iter()
             .map(|s| FluidStream {
                 size: s.left(),
-                weight: self.config.weights[usize::from(s.meta.urgency.get())],
+                weight: self.config.weights[usize::from(s.meta.effective_urgency().get())],
             })
             .collect();
         // The order does not depend on the rate.

@@ -86,6 +86,10 @@ pub struct StreamMeta {
     pub incremental: bool,
     /// Total bytes the stream will send, if known (e.g. from `content-length`).
     pub size: Option<u64>,
+    /// The most urgent request the receiver makes once it has this stream (a script that
+    /// fetches a stylesheet), if known to be more urgent than the stream itself: see
+    /// [`effective_urgency`](Self::effective_urgency).
+    pub leads_to: Option<Urgency>,
 }
 
 impl StreamMeta {
@@ -96,7 +100,16 @@ impl StreamMeta {
             urgency: Urgency::DEFAULT,
             incremental: false,
             size: None,
+            leads_to: None,
         }
+    }
+
+    /// The urgency a scheduler orders the stream by: its own, or what it leads to when that is
+    /// more urgent. A small script of low urgency that leads to critical CSS would otherwise
+    /// wait behind the images of its bucket while the page waits for it (priority inversion);
+    /// it inherits the urgency of what waits for it.
+    pub fn effective_urgency(&self) -> Urgency {
+        self.leads_to.map_or(self.urgency, |u| u.min(self.urgency))
     }
 
     /// Sets the urgency.
@@ -114,6 +127,12 @@ impl StreamMeta {
     /// Sets the incremental flag.
     pub fn with_incremental(mut self, incremental: bool) -> Self {
         self.incremental = incremental;
+        self
+    }
+
+    /// Sets what the stream leads to ([`leads_to`](Self::leads_to)).
+    pub fn with_leads_to(mut self, urgency: Urgency) -> Self {
+        self.leads_to = Some(urgency);
         self
     }
 }
@@ -202,6 +221,22 @@ impl PathSnapshot {
             cwnd,
             bytes_in_flight: 0,
         }
+    }
+
+    /// How long the path's standing queue takes to drain: what is in flight beyond its
+    /// bandwidth-delay product (estimated bandwidth times the smallest RTT), at that bandwidth.
+    pub fn queue_delay(&self) -> Duration {
+        let pipe = self.bandwidth.bytes_per_sec() * self.min_rtt.as_secs_f64();
+        let standing = (self.bytes_in_flight as f64 - pipe).max(0.0);
+        Duration::try_from_secs_f64(standing / self.bandwidth.bytes_per_sec())
+            .unwrap_or(Duration::MAX)
+    }
+
+    /// When a byte sent now would arrive: the one-way delay plus
+    /// [`queue_delay`](Self::queue_delay). A path whose window is queued at its bottleneck
+    /// (a 10 Mbit/s path with 75 kB in flight: 50 ms) delivers later than its delay says.
+    pub fn delivery_delay(&self) -> Duration {
+        self.one_way_delay.saturating_add(self.queue_delay())
     }
 
     /// Bytes the congestion window still admits.

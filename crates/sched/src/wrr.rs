@@ -135,7 +135,7 @@ impl WeightedTurns {
         };
         let start = self.start(stream);
         let stride = u128::from(grant.bytes) * u128::from(MAX_WEIGHT)
-            / u128::from(stream.meta.urgency.weight().max(1));
+            / u128::from(stream.meta.effective_urgency().weight().max(1));
         self.now = start;
         self.passes
             .insert(grant.stream, start.saturating_add(stride.max(1)));

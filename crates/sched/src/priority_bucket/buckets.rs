@@ -72,14 +72,10 @@ impl PathBuckets {
             .fold(0, |sum, &bytes| sum.saturating_add(bytes))
     }
 
-    /// The most urgent, earliest stream that `has_data` says can send now, with its limit.
-    /// Strict priority: a lower bucket is reached only when every higher stream is out of quota
-    /// or has nothing written yet.
-    pub fn next(&self, mut has_data: impl FnMut(StreamId) -> bool) -> Option<(BucketKey, u64)> {
-        self.quotas
-            .iter()
-            .find(|(key, _)| has_data(key.stream))
-            .map(|(&key, &quota)| (key, quota))
+    /// Every stream with a limit here and that limit, the most urgent and earliest first
+    /// (strict priority: a lower bucket comes after every higher stream).
+    pub fn iter(&self) -> impl Iterator<Item = (BucketKey, u64)> + '_ {
+        self.quotas.iter().map(|(&key, &quota)| (key, quota))
     }
 
     /// Forgets every limit (before a re-allocation).

@@ -328,3 +328,78 @@ fn a_path_in_slow_start_gets_what_its_window_carries() {
     // gets 275,000 x 0.24 / 1.49.
     assert_eq!(share_of_slow_path(true), 44_295);
 }
+
+/// One path of 1 MB/s and `streams` (urgency, size) opened and queued in order at `now`.
+fn one_path_with(
+    config: PriorityBucketConfig,
+    now: Instant,
+    streams: &[StreamMeta],
+) -> PriorityBucket {
+    let mut pb = PriorityBucket::new(config);
+    pb.on_path_added(now, &snapshot(0, 1e6, PathStatus::Available))
+        .unwrap();
+    for meta in streams {
+        pb.on_stream_opened(now, meta).unwrap();
+        pb.on_data_queued(now, meta.id, meta.size.unwrap()).unwrap();
+    }
+    pb
+}
+
+fn stream(id: u64, urgency: u8, size: u64) -> StreamMeta {
+    StreamMeta::new(StreamId(id))
+        .with_urgency(Urgency::new(urgency).unwrap())
+        .with_size(size)
+}
+
+/// A small script of urgency 3 that leads to critical CSS is sent before the megabyte of
+/// images of urgency 3 that arrived before it, and before a large urgency-1 stream.
+#[test]
+fn a_stream_that_leads_to_critical_ones_waits_in_their_bucket() {
+    let now = Instant::now();
+    let mut streams: Vec<StreamMeta> = (0..10).map(|i| stream(i, 3, 100_000)).collect();
+    streams.push(stream(10, 1, 500_000));
+    streams.push(stream(11, 3, 1_000).with_leads_to(Urgency::HIGHEST));
+    let mut pb = one_path_with(PriorityBucketConfig::paper(), now, &streams);
+    let first = pb.poll_send(now, PathId(0), 1_200).unwrap();
+    assert_eq!((first.stream, first.bytes), (StreamId(11), 1_000));
+    assert_eq!(
+        pb.poll_send(now, PathId(0), 1_200).unwrap().stream,
+        StreamId(10)
+    );
+}
+
+/// A small stream that waits goes first in its bucket after one step and rises a bucket per
+/// further step; a large stream and the paper's strict buckets never go out of turn.
+#[test]
+fn a_small_stream_rises_a_bucket_per_step_it_waits() {
+    let t0 = Instant::now();
+    let streams = [
+        stream(0, 3, 1_000_000), // images ahead in the script's bucket
+        stream(1, 2, 1_000_000), // a large stream one bucket up
+        stream(2, 3, 1_000),     // the script
+        stream(3, 4, 1_000_000), // large and waiting as long: never rises
+    ];
+    let next = |config: PriorityBucketConfig, after_ms: u64| {
+        let mut pb = one_path_with(config, t0, &streams);
+        pb.poll_send(t0 + Duration::from_millis(after_ms), PathId(0), 1_200)
+            .unwrap()
+            .stream
+    };
+    let default = PriorityBucketConfig::default;
+    assert_eq!(next(default(), 0), StreamId(1));
+    assert_eq!(next(default(), 49), StreamId(1));
+    // One step (the default 50 ms): first in bucket 3, still behind bucket 2.
+    let mut pb = one_path_with(default(), t0, &[streams[0], streams[2], streams[3]]);
+    let at = t0 + Duration::from_millis(50);
+    assert_eq!(
+        pb.poll_send(at, PathId(0), 1_200).unwrap().stream,
+        StreamId(2)
+    );
+    assert_eq!(next(default(), 50), StreamId(1));
+    // Two steps: ahead of bucket 2.
+    assert_eq!(next(default(), 100), StreamId(2));
+    assert_eq!(next(PriorityBucketConfig::paper(), 10_000), StreamId(1));
+    let mut large = default();
+    large.small_stream(999);
+    assert_eq!(next(large, 10_000), StreamId(1));
+}
