@@ -92,6 +92,10 @@ struct Args {
     /// Turns off mpquic's re-injection at both ends (`Config::reinjection`).
     #[arg(long)]
     no_reinjection: bool,
+    /// The page server does not tell the transport what each response leads to
+    /// (`PageServer::dependency_hints`).
+    #[arg(long)]
+    no_dependency_hints: bool,
     /// Loads to make.
     #[arg(long, default_value_t = 1)]
     reps: usize,
@@ -133,6 +137,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.congestion = args.cc.parse()?;
     config.delivery_reports = !args.no_delivery_reports;
     config.reinjection = !args.no_reinjection;
+    config.dependency_hints = !args.no_dependency_hints;
     if config.transport == Transport::Quinn && args.paths.is_some() {
         return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
     }
@@ -201,6 +206,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         if args.no_reinjection {
             common.push("--no-reinjection".to_owned());
         }
+        if args.no_dependency_hints {
+            common.push("--no-dependency-hints".to_owned());
+        }
         match (config.path, config.transport) {
             (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
             (None, Transport::Quinn) => {}
@@ -253,7 +261,8 @@ fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::e
 
 /// Netns mode's server role: serves `page` until killed, after writing its certificate.
 async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let server = PageServer::new(std::slice::from_ref(page))?;
+    let server =
+        PageServer::new(std::slice::from_ref(page))?.dependency_hints(!args.no_dependency_hints);
     let (cert, key) = self_signed()?;
     // Written only once the endpoint is bound: its presence means "ready".
     let ready = || {

@@ -59,11 +59,15 @@ struct Args {
     /// Turns off mpquic's re-injection (`Config::reinjection`).
     #[arg(long)]
     no_reinjection: bool,
+    /// Does not tell the transport what each response leads to
+    /// (`PageServer::dependency_hints`).
+    #[arg(long)]
+    no_dependency_hints: bool,
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let pages = har::load_all(&args.har)?;
-    let server = PageServer::new(&pages)?;
+    let server = PageServer::new(&pages)?.dependency_hints(!args.no_dependency_hints);
     let limit = (args.sessions > 0).then_some(args.sessions);
     let (cert, key) = self_signed()?;
     std::fs::write(&args.cert, cert.as_ref())

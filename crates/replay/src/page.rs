@@ -84,6 +84,31 @@ impl Page {
         child <= self.main_document && parent + 1 == child
     }
 
+    /// For each object, the most urgent urgency among the objects requested because of it
+    /// (its descendants through [`Discovery::After`]), where that is more urgent than its own:
+    /// what a server that knows the page tells the scheduler
+    /// ([`mpquic_core::Connection::set_stream_leads_to`]), so a small script that leads to
+    /// critical CSS does not wait behind images of its own urgency.
+    pub fn leads_to(&self) -> Vec<Option<u8>> {
+        let mut below: Vec<Option<u8>> = vec![None; self.objects.len()];
+        // A parent has a lower index than its children: one pass from the end sees every
+        // child's subtree before its parent.
+        for child in (0..self.objects.len()).rev() {
+            if let Discovery::After { parent } = self.objects[child].discovery {
+                let urgency = self.objects[child].priority.urgency();
+                let through = below[child].map_or(urgency, |u| u.min(urgency));
+                if let Some(slot) = below.get_mut(parent) {
+                    *slot = Some(slot.map_or(through, |u| u.min(through)));
+                }
+            }
+        }
+        below
+            .into_iter()
+            .zip(&self.objects)
+            .map(|(u, object)| u.filter(|&u| u < object.priority.urgency()))
+            .collect()
+    }
+
     /// The object served under `key`.
     pub fn object(&self, key: &str) -> Option<&PageObject> {
         self.objects.iter().find(|o| o.key == key)

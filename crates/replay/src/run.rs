@@ -180,6 +180,9 @@ pub struct RunConfig {
     pub delivery_reports: bool,
     /// Whether both ends re-inject ([`Config::reinjection`]: the default, or none at all).
     pub reinjection: bool,
+    /// Whether the page server tells the transport what each response leads to
+    /// ([`PageServer::dependency_hints`]).
+    pub dependency_hints: bool,
 }
 
 impl RunConfig {
@@ -213,6 +216,7 @@ impl RunConfig {
             congestion: CongestionControl::default(),
             delivery_reports: true,
             reinjection: true,
+            dependency_hints: true,
         })
     }
 
@@ -390,7 +394,8 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
         .first()
         .copied()
         .ok_or_else(|| RunError::Connect("the server is bound to no address".into()))?;
-    let server = PageServer::new(std::slice::from_ref(page))?;
+    let server =
+        PageServer::new(std::slice::from_ref(page))?.dependency_hints(run.dependency_hints);
     let serving = {
         let endpoint = server_endpoint.clone();
         tokio::spawn(async move { server.run(&endpoint, None).await })

@@ -34,6 +34,8 @@ struct Served {
     size: u64,
     content_type: String,
     priority: Priority,
+    /// [`Page::leads_to`]'s hint for it.
+    leads_to: Option<u8>,
 }
 
 /// Serves every object of its pages: `GET {key}` answers 200 with a body of exactly the
@@ -43,7 +45,9 @@ struct Served {
 /// Before the body is written, the request's urgency and incremental flag (its `priority`
 /// header, else the recorded priority) and the body's size go to the multipath stream
 /// ([`Connection::set_stream_urgency`], [`Connection::set_stream_size_hint`]), so the scheduler
-/// knows both before the first byte is scheduled. A connection that fails or goes away
+/// knows both before the first byte is scheduled. So does what the response leads to
+/// ([`Page::leads_to`], [`Connection::set_stream_leads_to`]) unless
+/// [`dependency_hints`](PageServer::dependency_hints) is off. A connection that fails or goes away
 /// mid-page ends only its own task: the server goes on accepting.
 ///
 /// Over plain quinn ([`PageServer::run_quinn`], [`PageServer::serve_quinn`]) the responses are
@@ -53,6 +57,7 @@ struct Served {
 #[derive(Debug, Clone)]
 pub struct PageServer {
     objects: Arc<HashMap<String, Served>>,
+    dependency_hints: bool,
 }
 
 impl PageServer {
@@ -67,20 +72,29 @@ impl PageServer {
             if !ids.insert(page.id.as_str()) {
                 return Err(ServeError::DuplicatePage(page.id.clone()));
             }
-            for o in &page.objects {
+            for (o, leads_to) in page.objects.iter().zip(page.leads_to()) {
                 objects.insert(
                     o.key.clone(),
                     Served {
                         size: o.size,
                         content_type: o.content_type.clone(),
                         priority: o.priority,
+                        leads_to,
                     },
                 );
             }
         }
         Ok(Self {
             objects: Arc::new(objects),
+            dependency_hints: true,
         })
+    }
+
+    /// Whether the server tells the transport what each response leads to (the default), or
+    /// only its urgency and size, as a server that knows nothing of its pages would.
+    pub fn dependency_hints(mut self, on: bool) -> Self {
+        self.dependency_hints = on;
+        self
     }
 
     /// How many objects it serves.
@@ -222,9 +236,11 @@ impl PageServer {
             .map_or(object.priority, |v| Priority::from_field(v.as_bytes()));
         if let Some(conn) = hints {
             let id = StreamId(stream.id().into_inner());
+            let leads_to = object.leads_to.filter(|_| self.dependency_hints);
             if let Err(e) = conn
                 .set_stream_urgency(id, priority.urgency(), priority.incremental())
                 .and_then(|()| conn.set_stream_size_hint(id, object.size))
+                .and_then(|()| leads_to.map_or(Ok(()), |u| conn.set_stream_leads_to(id, u)))
             {
                 tracing::debug!(%e, key, "stream gone before its response");
                 return;

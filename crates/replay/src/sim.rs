@@ -4,11 +4,10 @@
 //!
 //! The browser's side requests objects in the order of the loopback and namespace runs
 //! (`RequestPlan` in `client.rs`); the server answers each request with its recorded size,
-//! after telling the core the object's urgency and the response's size, as the page server
-//! does. HTTP/3 itself
-//! is not run: a request is one bidirectional stream carrying bytes the size of its HEADERS
-//! frame, and a response the size of its HEADERS frame, the DATA frame's header and the body
-//! ([`request_len`], [`response_len`]). A load takes a fraction of a second of CPU, so every
+//! after telling the core the object's urgency, the response's size and what it leads to, as
+//! the page server does. HTTP/3 itself is not run: a request is one bidirectional stream
+//! carrying bytes the size of its HEADERS frame, and a response the size of its HEADERS
+//! frame, the DATA frame's header and the body ([`request_len`], [`response_len`]). A load takes a fraction of a second of CPU, so every
 //! scheduler over every preset takes minutes, not hours.
 
 use std::collections::BTreeMap;
@@ -106,6 +105,7 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
     let timeout = run.load.timeout;
     let start = pair.now();
     let plan = RequestPlan::new(page, run.load.time_scale);
+    let leads_to = page.leads_to();
     let n = page.objects.len();
     // Client: request stream -> object, bytes received per object, completion times.
     let mut requests: BTreeMap<u64, usize> = BTreeMap::new();
@@ -216,6 +216,9 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
                 let _ = core.set_urgency(stream, priority.urgency(), priority.incremental(), now);
                 let len = response_len(object);
                 let _ = core.set_size_hint(stream, len, now);
+                if let Some(urgency) = leads_to[index].filter(|_| run.dependency_hints) {
+                    let _ = core.set_leads_to(stream, urgency, now);
+                }
                 responses.push(Response { stream, left: len });
             }
             static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
