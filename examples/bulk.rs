@@ -191,6 +191,7 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
                             "longest_gap_from_ms": hashed.longest_gap.map(|(_, from)| since_start(from)),
                             "path_activity_ms": activity.json(),
                             "duplicate_bytes": conn.reinjection_stats().duplicate_received,
+                            "first_copy_lead_ms": conn.reinjection_stats().first_copy_lead.as_secs_f64() * 1e3,
                         })
                     );
                 }

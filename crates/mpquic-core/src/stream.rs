@@ -6,7 +6,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mpquic_sched::{PathId, StreamId};
@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::{Handle, Shared};
 use crate::error::{ReadError, ReadToEndError, WriteError};
-use mpquic_proto::StreamCounters;
+use mpquic_proto::{RecvCounters, StreamCounters};
 
 /// The sending half of a stream.
 ///
@@ -192,6 +192,7 @@ pub struct RecvStream {
     shared: Arc<Shared>,
     _handle: Arc<Handle>,
     id: u64,
+    counters: Arc<RecvCounters>,
     done: bool,
 }
 
@@ -203,10 +204,12 @@ impl std::fmt::Debug for RecvStream {
 
 impl RecvStream {
     pub(crate) fn new(shared: Arc<Shared>, handle: Arc<Handle>, id: u64) -> Self {
+        let counters = shared.lock().core.recv_counters(id).unwrap_or_default();
         Self {
             shared,
             _handle: handle,
             id,
+            counters,
             done: false,
         }
     }
@@ -214,6 +217,19 @@ impl RecvStream {
     /// The stream's id.
     pub fn id(&self) -> StreamId {
         StreamId(self.id)
+    }
+
+    /// Bytes of this stream that arrived a second time (a re-injected copy and its original,
+    /// whichever came second).
+    pub fn duplicate_bytes(&self) -> u64 {
+        self.counters.duplicate()
+    }
+
+    /// How long after their first copy the second copies of this stream's bytes came, summed
+    /// ([`ReinjectionStats::first_copy_lead`](crate::ReinjectionStats::first_copy_lead)): the
+    /// time re-injection saved where its copy came first.
+    pub fn first_copy_lead(&self) -> Duration {
+        self.counters.first_copy_lead()
     }
 
     pub(crate) fn poll_chunk(

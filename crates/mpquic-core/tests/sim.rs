@@ -588,6 +588,78 @@ fn bytes_lost_on_a_slower_path_are_reinjected_within_the_budget() {
     assert!(pair.server.core.reinjection_stats().duplicate_received > 0);
 }
 
+/// XLINK's stream-end re-injection: an urgent 100 kB stream is split over two 20 Mbit/s paths
+/// (10 and 25 ms one way) when the 25 ms path's delay jumps to 300 ms. Its share there is
+/// overdue; the 10 ms path, idle, sends it again, and the stream completes 200 ms sooner than
+/// without re-injection. Suspicion is off in both runs and no link loses anything, so only
+/// the stream's end re-injects; the receiver times the slower copies against the faster.
+#[test]
+fn an_urgent_streams_tail_on_a_slowed_path_is_sent_again_on_the_idle_one() {
+    let spike = Duration::from_secs(1);
+    let run = |reinjection: ReinjectionConfig| {
+        let mut config = Config::default();
+        config.reinjection(reinjection).unwrap();
+        let paths = [(10, None), (25, Some(spike))]
+            .into_iter()
+            .map(|(ms, spike): (u64, Option<Duration>)| {
+                let link = || {
+                    let mut c = LinkConfig::new(20_000_000, Duration::from_millis(ms));
+                    c.events = spike
+                        .map(|at| TimedEvent {
+                            at,
+                            action: EventAction::Delay(Duration::from_millis(300)),
+                        })
+                        .into_iter()
+                        .collect();
+                    emulated(c)
+                };
+                (link(), link())
+            })
+            .collect();
+        let mut pair = Pair::new(&config, &config, paths, 3).unwrap();
+        assert!(pair.connect(Duration::from_secs(2)), "paths up");
+        let wait = spike - Duration::from_millis(5) - pair.elapsed();
+        pair.run_until(wait, |_| false);
+        let stream = pair.client.core.open(true, pair.now()).unwrap();
+        pair.client
+            .core
+            .set_urgency(stream, 0, false, pair.now())
+            .unwrap();
+        let started = pair.elapsed();
+        let outcome = transfer_on(
+            &mut pair,
+            stream,
+            &payload(100_000),
+            Duration::from_secs(10),
+        );
+        // The slower copies land after the stream is complete.
+        pair.run_until(Duration::from_millis(500), |_| false);
+        let stats = (
+            pair.client.core.reinjection_stats(),
+            pair.server.core.reinjection_stats(),
+        );
+        (outcome.completed_at - started, stats)
+    };
+    let mut with = ReinjectionConfig {
+        suspect: false,
+        // Enough for the slowed path's whole share of this one stream.
+        budget: 0.5,
+        ..ReinjectionConfig::default()
+    };
+    let (took, (sent, received)) = run(with);
+    with.urgency = None;
+    let (took_without, _) = run(with);
+    eprintln!("took {took:?} with, {took_without:?} without; {sent:?}; {received:?}");
+    assert!(sent.at_stream_end > 0, "the tail was re-injected");
+    assert_eq!(sent.on_loss + sent.on_suspicion, 0);
+    assert!(
+        took + Duration::from_millis(200) < took_without,
+        "{took:?} with re-injection, {took_without:?} without"
+    );
+    assert!(received.timed_duplicates > 0);
+    assert!(received.first_copy_lead > Duration::from_millis(200));
+}
+
 /// A path that died at 2 s and comes back at 5 s is declared failed, opened again by the client
 /// from the same address, and carries stream bytes again before 5.5 s.
 #[test]

@@ -9,6 +9,7 @@
 //! else to do ([`Connection::poll_action`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,14 +19,15 @@ use mpquic_sched::{
     PathId, PathSnapshot, PathStatus, Reinjection, Scheduler, StreamId, StreamMeta, Urgency,
 };
 
+use crate::arrivals::ArrivalLog;
 use crate::error::{codes, ConnectionError, ProtocolError, ReadError, WriteError};
 use crate::path::{Path, PathCounters, PathEvent, PathTelemetry};
 use crate::pending_acks::PendingAcks;
 use crate::reassembly::ReassemblyError;
 use crate::receive_window::ReceiveWindow;
-use crate::recv::RecvState;
+use crate::recv::{RecvCounters, RecvState};
 use crate::reinjection::{Cause, ReinjectionConfig, ReinjectionStats};
-use crate::send::{ChunkWork, SendState, StreamCounters};
+use crate::send::{ChunkWork, Flight, SendState, StreamCounters};
 use crate::send_buffer::{RangeSet, SendBuffer};
 use crate::wire::{Frame, Params, MAX_VARINT};
 
@@ -183,6 +185,8 @@ pub struct Connection {
     /// The server's next path id.
     next_path_id: u32,
     reinjection: ReinjectionStats,
+    /// Recent first arrivals, to time second copies against.
+    first_arrivals: ArrivalLog,
     /// Streams with bytes waiting to be re-injected (`SendState::reinject`).
     reinjecting: BTreeSet<u64>,
 }
@@ -224,6 +228,7 @@ impl Connection {
             paths_to_wake: BTreeSet::new(),
             next_path_id: 0,
             reinjection: ReinjectionStats::default(),
+            first_arrivals: ArrivalLog::default(),
             reinjecting: BTreeSet::new(),
             config,
         }
@@ -435,6 +440,11 @@ impl Connection {
         Some(self.streams.get(&id)?.send.as_ref()?.counters.clone())
     }
 
+    /// The counters of a stream this side receives on.
+    pub fn recv_counters(&self, id: u64) -> Option<Arc<RecvCounters>> {
+        Some(self.streams.get(&id)?.recv.as_ref()?.counters.clone())
+    }
+
     fn conn_error<T>(&self) -> Result<T, ConnectionError> {
         Err(self.error.clone().unwrap_or(ConnectionError::LocallyClosed))
     }
@@ -637,6 +647,7 @@ impl Connection {
         path: PathId,
         stream: StreamId,
         bytes: u64,
+        lands: Instant,
     ) -> Option<ChunkWork> {
         let send = self.streams.get_mut(&stream.0)?.send.as_mut()?;
         if send.reset.is_some() {
@@ -659,7 +670,7 @@ impl Connection {
             ranges.push(send.next_fresh..send.next_fresh + fresh);
             send.next_fresh += fresh;
         }
-        let (work, sent) = send.send_ranges(path, ranges);
+        let (work, sent) = send.send_ranges(path, ranges, lands);
         self.count_sent(path, sent);
         Some(work)
     }
@@ -705,13 +716,11 @@ impl Connection {
             send.resend.remove_below(offset);
             send.reinject.remove_below(offset);
             while let Some(entry) = send.in_flight.first_entry() {
-                let (end, _) = *entry.get();
-                if end <= offset {
+                if entry.get().end <= offset {
                     entry.remove();
                 } else if *entry.key() < offset {
-                    let (start, (end, path)) = entry.remove_entry();
-                    let _ = start;
-                    send.in_flight.insert(offset, (end, path));
+                    let flight = entry.remove();
+                    send.in_flight.insert(offset, flight);
                     break;
                 } else {
                     break;
@@ -750,6 +759,11 @@ impl Connection {
             self.pending_acks.note_arrival(now);
         }
         if !self.peer_stream(id, false, now)? {
+            // A late copy of bytes a finished stream had: timed if its first is remembered.
+            let end = offset.saturating_add(len);
+            if let Some(lead) = self.first_arrivals.lead(id, offset, end, now) {
+                self.reinjection.add_duplicate(len, Some(lead));
+            }
             return Ok(());
         }
         let Some(recv) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
@@ -805,10 +819,18 @@ impl Connection {
             .buffered()
             .saturating_add(recv.reasm.read_offset()))
         .saturating_sub(buffered_before);
-        self.reinjection.duplicate_received = self
-            .reinjection
-            .duplicate_received
-            .saturating_add(len.saturating_sub(new_bytes));
+        let duplicate = len.saturating_sub(new_bytes);
+        // Timed before this chunk's own new bytes are recorded.
+        let lead = (duplicate > 0)
+            .then(|| self.first_arrivals.lead(id, offset, end, now))
+            .flatten();
+        if new_bytes > 0 {
+            self.first_arrivals.record(id, offset, end, now);
+        }
+        if duplicate > 0 {
+            self.reinjection.add_duplicate(duplicate, lead);
+            recv.counters.add_duplicate(duplicate, lead);
+        }
         let footprint = recv.reasm.footprint();
         let stream_limit = self.local_params.max_stream_data.saturating_mul(2);
         if footprint > stream_limit {
@@ -1454,14 +1476,15 @@ impl Connection {
             return;
         };
         let config = self.config.reinjection;
+        // (Stream ends have their own walk, `reinject_stream_ends`; budgeted like losses.)
         let mut left = match cause {
             Cause::Suspicion => u64::MAX,
-            Cause::Loss if delay >= from_delay => return,
-            Cause::Loss => lost.min(self.reinjection.loss_allowance(&config)),
+            Cause::Loss | Cause::StreamEnd if delay >= from_delay => return,
+            Cause::Loss | Cause::StreamEnd => lost.min(self.reinjection.loss_allowance(&config)),
         };
         let urgent = |meta: &StreamMeta| match cause {
             Cause::Suspicion => true,
-            Cause::Loss => config
+            Cause::Loss | Cause::StreamEnd => config
                 .urgency
                 .is_some_and(|u| meta.effective_urgency() <= u),
         };
@@ -1481,48 +1504,153 @@ impl Connection {
             let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
                 continue;
             };
-            let ranges = send.take_in_flight(from, left);
-            let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-            if bytes == 0 {
-                continue;
-            }
-            match self
-                .scheduler
-                .on_reinjection(now, StreamId(id), bytes, from)
-            {
-                Reinjection::Skip => {
-                    for range in ranges {
-                        send.in_flight.insert(range.start, (range.end, from));
-                    }
-                    continue;
-                }
-                Reinjection::Scheduler => {
-                    for range in ranges {
-                        send.resend.insert(range);
-                    }
-                    let _ = self.scheduler.on_data_queued(now, StreamId(id), bytes);
-                    queued_to_scheduler = true;
-                }
-                Reinjection::Transport => {
-                    for range in ranges {
-                        send.reinject.insert(range);
-                    }
-                    send.reinject_to = Some(target);
-                    self.reinjecting.insert(id);
-                }
-            }
-            send.counters.reinjected.fetch_add(bytes, Ordering::Relaxed);
+            let flights = send.take_in_flight_where(left, |flight| flight.path == from);
+            let (bytes, to_scheduler) = self.offer_reinjection(id, flights, target, cause, now);
+            queued_to_scheduler |= to_scheduler;
             left = left.saturating_sub(bytes);
-            let stats = &mut self.reinjection;
-            stats.reinjected = stats.reinjected.saturating_add(bytes);
-            match cause {
-                Cause::Loss => stats.on_loss = stats.on_loss.saturating_add(bytes),
-                Cause::Suspicion => stats.on_suspicion = stats.on_suspicion.saturating_add(bytes),
-            }
         }
         self.paths_to_wake.insert(target);
         if queued_to_scheduler {
             self.wake_paths();
+        }
+    }
+
+    /// Hands `flights` of stream `id`, taken out of flight on their path, to the scheduler's
+    /// choice ([`Scheduler::on_reinjection`]): re-sent on `target` ahead of any grant, queued
+    /// to the scheduler, or put back as they were. Returns the bytes re-injected and whether
+    /// the scheduler got any.
+    fn offer_reinjection(
+        &mut self,
+        id: u64,
+        flights: Vec<(Range<u64>, Flight)>,
+        target: PathId,
+        cause: Cause,
+        now: Instant,
+    ) -> (u64, bool) {
+        let bytes: u64 = flights.iter().map(|(r, _)| r.end - r.start).sum();
+        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            return (0, false);
+        };
+        let Some(from) = flights.first().map(|(_, flight)| flight.path) else {
+            return (0, false);
+        };
+        let choice = self
+            .scheduler
+            .on_reinjection(now, StreamId(id), bytes, from);
+        let mut to_scheduler = false;
+        for (range, flight) in flights {
+            match choice {
+                Reinjection::Skip => {
+                    let flight = Flight {
+                        end: range.end,
+                        ..flight
+                    };
+                    send.in_flight.insert(range.start, flight);
+                }
+                Reinjection::Scheduler => send.resend.insert(range),
+                Reinjection::Transport => send.reinject.insert(range),
+            }
+        }
+        match choice {
+            Reinjection::Skip => return (0, false),
+            Reinjection::Scheduler => {
+                let _ = self.scheduler.on_data_queued(now, StreamId(id), bytes);
+                to_scheduler = true;
+            }
+            Reinjection::Transport => {
+                send.reinject_to = Some(target);
+                self.reinjecting.insert(id);
+            }
+        }
+        send.counters.reinjected.fetch_add(bytes, Ordering::Relaxed);
+        let stats = &mut self.reinjection;
+        stats.reinjected = stats.reinjected.saturating_add(bytes);
+        let by_cause = match cause {
+            Cause::Loss => &mut stats.on_loss,
+            Cause::Suspicion => &mut stats.on_suspicion,
+            Cause::StreamEnd => &mut stats.at_stream_end,
+        };
+        *by_cause = by_cause.saturating_add(bytes);
+        (bytes, to_scheduler)
+    }
+
+    /// XLINK's stream-end re-injection: an urgent stream whose every byte is granted, and
+    /// whose last bytes are in flight on a path where they arrive later than they would if
+    /// `path` sent them now, has them sent again on `path`, from the room the scheduler left
+    /// it and within the re-injection budget. The stream then ends when the sooner copy lands.
+    fn reinject_stream_ends(&mut self, path: PathId, room: u64, sent_here: Instant, now: Instant) {
+        let config = self.config.reinjection;
+        let Some(threshold) = config.urgency else {
+            return;
+        };
+        let Some(here) = self.paths.get(&path).map(|p| p.snapshot(path)) else {
+            return;
+        };
+        let mut left = room.min(self.reinjection.loss_allowance(&config));
+        if left == 0 {
+            return;
+        }
+        // How long after its expected landing a flight's ack is overdue: the path's probe
+        // timeout less the way there.
+        let patience: BTreeMap<PathId, Duration> = self
+            .paths
+            .iter()
+            .map(|(id, p)| {
+                let pto = p.telemetry.probe_timeout();
+                (*id, pto.saturating_sub(p.telemetry.one_way_delay()))
+            })
+            .collect();
+        // A flight on another path is late if it should land after a copy sent here now, or
+        // if its ack is overdue (its path slowed down or lost it: when it lands is unknown).
+        let late = |flight: &Flight| -> Option<Late> {
+            if flight.path == path {
+                return None;
+            }
+            let overdue = patience
+                .get(&flight.path)
+                .and_then(|p| flight.lands.checked_add(*p))
+                .is_some_and(|due| due < now);
+            if overdue {
+                Some(Late::Overdue)
+            } else {
+                (flight.lands > sent_here).then_some(Late::Lands(flight.lands))
+            }
+        };
+        // Streams whose late bytes all land sooner here, serialization included, with how many.
+        let ends: Vec<(u64, u64)> = self
+            .streams
+            .iter()
+            .filter_map(|(id, s)| Some((*id, s.send.as_ref()?)))
+            .filter(|(_, send)| {
+                send.reset.is_none()
+                    && send.all_granted()
+                    && send.meta.effective_urgency() <= threshold
+            })
+            .filter_map(|(id, send)| {
+                let (mut bytes, mut last) = (0, None);
+                for (start, flight) in &send.in_flight {
+                    if let Some(late) = late(flight) {
+                        bytes += flight.end.saturating_sub((*start).max(send.acked));
+                        last = last.max(Some(late));
+                    }
+                }
+                let serialized = Duration::try_from_secs_f64(here.bandwidth.seconds_for(bytes))
+                    .unwrap_or(Duration::MAX);
+                let done_here = Late::Lands(sent_here.checked_add(serialized)?);
+                (bytes > 0 && last? > done_here).then_some((id, bytes))
+            })
+            .collect();
+        for (id, bytes) in ends {
+            // Part of a stream's tail would not finish it sooner.
+            if bytes > left {
+                continue;
+            }
+            let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+                continue;
+            };
+            let flights = send.take_in_flight_where(bytes, |flight| late(flight).is_some());
+            let (sent, _) = self.offer_reinjection(id, flights, path, Cause::StreamEnd, now);
+            left = left.saturating_sub(sent);
         }
     }
 
@@ -1557,7 +1685,13 @@ impl Connection {
     }
 
     /// Re-injections waiting for `path`, ahead of the scheduler's grants, within `left`.
-    fn take_reinjections(&mut self, path: PathId, left: &mut u64, batch: &mut Vec<ChunkWork>) {
+    fn take_reinjections(
+        &mut self,
+        path: PathId,
+        left: &mut u64,
+        batch: &mut Vec<ChunkWork>,
+        lands: Instant,
+    ) {
         for id in self.reinjecting.clone() {
             if *left == 0 {
                 break;
@@ -1581,7 +1715,7 @@ impl Connection {
                 send.reinject_to = None;
                 self.reinjecting.remove(&id);
             }
-            let (work, sent) = send.send_ranges(path, ranges);
+            let (work, sent) = send.send_ranges(path, ranges, lands);
             self.count_sent(path, sent);
             if !work.pieces.is_empty() || work.all_granted {
                 push_work(batch, work);
@@ -1671,13 +1805,21 @@ impl Connection {
         // one stream merge into one chunk.
         let mut batch: Vec<ChunkWork> = Vec::new();
         let mut left = room;
-        self.take_reinjections(path, &mut left, &mut batch);
+        // When bytes added to the batch now land: behind what the path holds and what the
+        // batch already has.
+        let lands = |left: u64| arrival(now, &snapshot, room - left);
+        let at = lands(left);
+        self.take_reinjections(path, &mut left, &mut batch, at);
         while left > 0 {
             let Some(grant) = self.scheduler.poll_send(now, path, left) else {
+                // Room the scheduler leaves may finish an urgent stream sooner.
+                let at = lands(left);
+                self.reinject_stream_ends(path, left, at, now);
+                self.take_reinjections(path, &mut left, &mut batch, at);
                 break;
             };
             left = left.saturating_sub(grant.bytes);
-            let Some(work) = self.take_grant(path, grant.stream, grant.bytes) else {
+            let Some(work) = self.take_grant(path, grant.stream, grant.bytes, lands(left)) else {
                 continue;
             };
             if work.pieces.is_empty() && !work.all_granted {
@@ -1705,6 +1847,24 @@ fn push_work(batch: &mut Vec<ChunkWork>, work: ChunkWork) {
         Some(last) if last.stream == work.stream => last.merge(work),
         _ => batch.push(work),
     }
+}
+
+/// When bytes sent now on a path land, behind `ahead` more bytes than it holds: its
+/// [`PathSnapshot::delivery_delay`] plus their time at its bandwidth.
+fn arrival(now: Instant, path: &PathSnapshot, ahead: u64) -> Instant {
+    let serialized =
+        Duration::try_from_secs_f64(path.bandwidth.seconds_for(ahead)).unwrap_or(Duration::MAX);
+    now.checked_add(path.delivery_delay().saturating_add(serialized))
+        .unwrap_or(now)
+}
+
+/// When bytes in flight are expected to land, as far as the sender can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Late {
+    /// At this instant.
+    Lands(Instant),
+    /// Their ack is overdue: later than any estimate.
+    Overdue,
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@
 //! # Ok::<(), mpquic_proto::wire::WireError>(())
 //! ```
 
+mod arrivals;
 mod connection;
 pub mod error;
 #[cfg(fuzzing)]
@@ -52,5 +53,6 @@ pub mod wire;
 
 pub use connection::{Action, Connection, Side, Step, TransportConfig, UnknownPath};
 pub use path::{PathCounters, PathEvent, PathTelemetry};
+pub use recv::RecvCounters;
 pub use reinjection::{ReinjectionConfig, ReinjectionStats};
 pub use send::{ChunkWork, StreamCounters};

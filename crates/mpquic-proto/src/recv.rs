@@ -1,8 +1,50 @@
 //! The receiving half of a stream: the peer's chunks until the application reads them, the
 //! stream's window and final size, and what the connection window counted for it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::reassembly::Reassembler;
 use crate::receive_window::ReceiveWindow;
+
+/// What a stream received twice (shared with the driver's stream handle, so they outlive the
+/// stream's state).
+#[derive(Debug, Default)]
+pub struct RecvCounters {
+    duplicate: AtomicU64,
+    lead_micros: AtomicU64,
+}
+
+impl RecvCounters {
+    pub(crate) fn add_duplicate(&self, bytes: u64, lead: Option<Duration>) {
+        add(&self.duplicate, bytes);
+        if let Some(lead) = lead {
+            add(
+                &self.lead_micros,
+                u64::try_from(lead.as_micros()).unwrap_or(u64::MAX),
+            );
+        }
+    }
+
+    /// Bytes of this stream that arrived again after a first copy (on another path, or
+    /// re-sent by the path's own loss recovery).
+    pub fn duplicate(&self) -> u64 {
+        self.duplicate.load(Ordering::Relaxed)
+    }
+
+    /// Summed over the chunks that arrived twice: how long after the first copy the second
+    /// came ([`ReinjectionStats::first_copy_lead`](crate::ReinjectionStats::first_copy_lead)).
+    pub fn first_copy_lead(&self) -> Duration {
+        Duration::from_micros(self.lead_micros.load(Ordering::Relaxed))
+    }
+}
+
+/// Adds without wrapping: the sums are fed by the peer.
+fn add(counter: &AtomicU64, value: u64) {
+    let sum = counter.load(Ordering::Relaxed).saturating_add(value);
+    counter.store(sum, Ordering::Relaxed);
+}
 
 #[derive(Debug)]
 pub(crate) struct RecvState {
@@ -21,6 +63,7 @@ pub(crate) struct RecvState {
     pub(crate) acked: (u64, bool),
     /// The application waits for bytes, an end or a reset.
     pub(crate) reader_waiting: bool,
+    pub(crate) counters: Arc<RecvCounters>,
 }
 
 impl RecvState {
@@ -35,6 +78,7 @@ impl RecvState {
             stopped: false,
             acked: (0, false),
             reader_waiting: false,
+            counters: Arc::default(),
         }
     }
 

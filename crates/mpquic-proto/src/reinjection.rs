@@ -2,6 +2,8 @@
 //! recovery would, when a stream's urgency calls for it (XLINK, SIGCOMM 2021) or when the
 //! path stops acknowledging anything. The receiver keeps the first copy of each byte.
 
+use std::time::Duration;
+
 use mpquic_sched::Urgency;
 
 /// When the core re-sends bytes that are in flight on another path.
@@ -11,7 +13,8 @@ pub struct ReinjectionConfig {
     /// a path that declares packets lost sent again on a path that delivers them sooner, as
     /// many bytes as were lost, oldest first. `None`: never on loss.
     pub urgency: Option<Urgency>,
-    /// Bytes re-sent on loss are at most this fraction of the stream bytes sent so far...
+    /// Bytes re-sent on loss and at streams' ends are at most this fraction of the stream
+    /// bytes sent so far...
     pub budget: f64,
     /// ...plus this many, so that the first losses of a connection can be covered.
     pub budget_floor: u64,
@@ -43,21 +46,41 @@ pub struct ReinjectionStats {
     pub on_loss: u64,
     /// Of those, the bytes re-sent because their path was suspected.
     pub on_suspicion: u64,
+    /// Of those, an urgent stream's last bytes re-sent on a path with room that delivers them
+    /// sooner than the path they were in flight on (charged to the budget).
+    pub at_stream_end: u64,
     /// Stream bytes sent on any path, re-sends included (the budget's base).
     pub sent: u64,
     /// Stream bytes this end received that it already had: redundant copies.
     pub duplicate_received: u64,
+    /// For each chunk that arrived a second time while its first arrival was still remembered
+    /// (the connection keeps its last 1024 arrivals): how long after the first copy the
+    /// second came, summed. When the first copy was the re-injected one, that is the time the
+    /// re-injection saved; when the original won the race, the re-injection was redundant and
+    /// saved nothing. `timed_duplicates` counts the chunks summed.
+    pub first_copy_lead: Duration,
+    /// How many duplicate chunks [`first_copy_lead`](Self::first_copy_lead) sums.
+    pub timed_duplicates: u64,
     /// How many times a path was suspected.
     pub suspicions: u64,
 }
 
 impl ReinjectionStats {
-    /// How many bytes the budget still allows to re-send on loss.
+    /// `bytes` arrived a second time, `lead` after their first copy if that is known.
+    pub(crate) fn add_duplicate(&mut self, bytes: u64, lead: Option<Duration>) {
+        self.duplicate_received = self.duplicate_received.saturating_add(bytes);
+        if let Some(lead) = lead {
+            self.first_copy_lead = self.first_copy_lead.saturating_add(lead);
+            self.timed_duplicates = self.timed_duplicates.saturating_add(1);
+        }
+    }
+
+    /// How many bytes the budget still allows to re-send on loss or at streams' ends.
     pub(crate) fn loss_allowance(&self, config: &ReinjectionConfig) -> u64 {
         let allowed = (self.sent as f64 * config.budget.max(0.0)) as u64;
         allowed
             .saturating_add(config.budget_floor)
-            .saturating_sub(self.on_loss)
+            .saturating_sub(self.on_loss.saturating_add(self.at_stream_end))
     }
 }
 
@@ -68,4 +91,6 @@ pub(crate) enum Cause {
     Loss,
     /// The path acknowledged nothing for a probe timeout.
     Suspicion,
+    /// An urgent stream's last bytes land sooner on another path: budgeted.
+    StreamEnd,
 }

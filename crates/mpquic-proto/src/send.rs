@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use mpquic_sched::{PathId, StreamId, StreamMeta, Urgency};
@@ -53,6 +54,16 @@ impl StreamCounters {
     }
 }
 
+/// Bytes of a stream granted to a path and not yet acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flight {
+    /// The end of the bytes (the start is the key they are kept under).
+    pub(crate) end: u64,
+    pub(crate) path: PathId,
+    /// When they were expected to land, estimated as they were sent.
+    pub(crate) lands: Instant,
+}
+
 #[derive(Debug)]
 pub(crate) struct SendState {
     pub(crate) buf: SendBuffer,
@@ -66,8 +77,8 @@ pub(crate) struct SendState {
     /// Bytes to re-inject on `reinject_to` ahead of any grant (see `crate::reinjection`).
     pub(crate) reinject: RangeSet,
     pub(crate) reinject_to: Option<PathId>,
-    /// Granted and not yet acknowledged: start offset -> (end, path).
-    pub(crate) in_flight: BTreeMap<u64, (u64, PathId)>,
+    /// Granted and not yet acknowledged, by start offset.
+    pub(crate) in_flight: BTreeMap<u64, Flight>,
     pub(crate) max_stream_data: u64,
     pub(crate) fin: Option<u64>,
     pub(crate) reset: Option<u64>,
@@ -109,31 +120,44 @@ impl SendState {
     /// Takes the bytes of `path`'s copy in flight out of `in_flight`, oldest first, at most
     /// `max`: they are to go again elsewhere.
     pub(crate) fn take_in_flight(&mut self, path: PathId, max: u64) -> Vec<Range<u64>> {
+        self.take_in_flight_where(max, |flight| flight.path == path)
+            .into_iter()
+            .map(|(range, _)| range)
+            .collect()
+    }
+
+    /// Takes the bytes in flight that `chosen` picks out of `in_flight`, lowest offsets first,
+    /// at most `max`, each with the flight it was part of.
+    pub(crate) fn take_in_flight_where(
+        &mut self,
+        max: u64,
+        chosen: impl Fn(&Flight) -> bool,
+    ) -> Vec<(Range<u64>, Flight)> {
         let mut taken = Vec::new();
         let mut left = max;
         let starts: Vec<u64> = self
             .in_flight
             .iter()
-            .filter(|(_, (_, p))| *p == path)
+            .filter(|(_, flight)| chosen(flight))
             .map(|(start, _)| *start)
             .collect();
         for start in starts {
             if left == 0 {
                 break;
             }
-            let Some((end, _)) = self.in_flight.remove(&start) else {
+            let Some(flight) = self.in_flight.remove(&start) else {
                 continue;
             };
             let start = start.max(self.acked);
-            if start >= end {
+            if start >= flight.end {
                 continue;
             }
-            let cut = end.min(start.saturating_add(left));
-            if cut < end {
-                self.in_flight.insert(cut, (end, path));
+            let cut = flight.end.min(start.saturating_add(left));
+            if cut < flight.end {
+                self.in_flight.insert(cut, flight);
             }
             left -= cut - start;
-            taken.push(start..cut);
+            taken.push((start..cut, flight));
         }
         taken
     }
@@ -144,6 +168,7 @@ impl SendState {
         &mut self,
         path: PathId,
         ranges: Vec<Range<u64>>,
+        lands: Instant,
     ) -> (ChunkWork, u64) {
         let mut pieces = Vec::with_capacity(ranges.len());
         let mut sent = 0;
@@ -152,7 +177,14 @@ impl SendState {
             if start >= range.end {
                 continue;
             }
-            self.in_flight.insert(start, (range.end, path));
+            self.in_flight.insert(
+                start,
+                Flight {
+                    end: range.end,
+                    path,
+                    lands,
+                },
+            );
             sent += range.end - start;
             pieces.push((start, self.buf.slice(start..range.end)));
         }

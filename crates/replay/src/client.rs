@@ -161,7 +161,7 @@ pub async fn load(
         .iter()
         .map(|p| (u64::from(p.id.0), p.bytes_received))
         .collect();
-    report.duplicate_bytes = conn.reinjection_stats().duplicate_received;
+    report.set_duplicates(&conn.reinjection_stats());
     Ok(report)
 }
 

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use mpquic_core::ReinjectionStats;
 use mpquic_netns::relay::PathStats;
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,14 @@ pub struct LoadReport {
     /// quinn.
     #[serde(default)]
     pub duplicate_bytes: u64,
+    /// Summed over the chunks the client received twice: how long after the first copy the
+    /// second came, in ms ([`ReinjectionStats::first_copy_lead`]): the time re-injection
+    /// saved where its copy won the race.
+    #[serde(default)]
+    pub first_copy_lead_ms: f64,
+    /// How many duplicate chunks `first_copy_lead_ms` sums.
+    #[serde(default)]
+    pub timed_duplicates: u64,
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
     /// Datagrams the emulated links dropped during the load, per scenario path index, to tell
@@ -93,9 +102,19 @@ impl LoadReport {
             bytes: objects.iter().map(|o| o.bytes).sum(),
             per_path_bytes: Default::default(),
             duplicate_bytes: 0,
+            first_copy_lead_ms: 0.0,
+            timed_duplicates: 0,
             objects,
             link_drops: Default::default(),
         }
+    }
+
+    /// Takes the receiving end's re-injection counters: bytes received twice and how much
+    /// sooner their first copies came.
+    pub fn set_duplicates(&mut self, stats: &ReinjectionStats) {
+        self.duplicate_bytes = stats.duplicate_received;
+        self.first_copy_lead_ms = stats.first_copy_lead.as_secs_f64() * 1e3;
+        self.timed_duplicates = stats.timed_duplicates;
     }
 }
 

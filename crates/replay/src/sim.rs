@@ -293,6 +293,6 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
         .path_ids()
         .filter_map(|id| Some((u64::from(id.0), pair.client.core.path(id)?.1.bytes_received)))
         .collect();
-    report.duplicate_bytes = pair.client.core.reinjection_stats().duplicate_received;
+    report.set_duplicates(&pair.client.core.reinjection_stats());
     Ok(report)
 }
