@@ -27,7 +27,7 @@ use crate::reassembly::ReassemblyError;
 use crate::receive_window::ReceiveWindow;
 use crate::recv::{RecvCounters, RecvState};
 use crate::reinjection::{Cause, ReinjectionConfig, ReinjectionStats};
-use crate::send::{ChunkWork, Flight, SendState, StreamCounters};
+use crate::send::{ChunkWork, Expected, Flight, SendState, StreamCounters};
 use crate::send_buffer::{RangeSet, SendBuffer};
 use crate::wire::{Frame, Params, MAX_VARINT};
 
@@ -647,7 +647,7 @@ impl Connection {
         path: PathId,
         stream: StreamId,
         bytes: u64,
-        lands: Instant,
+        expected: Expected,
     ) -> Option<ChunkWork> {
         let send = self.streams.get_mut(&stream.0)?.send.as_mut()?;
         if send.reset.is_some() {
@@ -670,7 +670,7 @@ impl Connection {
             ranges.push(send.next_fresh..send.next_fresh + fresh);
             send.next_fresh += fresh;
         }
-        let (work, sent) = send.send_ranges(path, ranges, lands);
+        let (work, sent) = send.send_ranges(path, ranges, expected);
         self.count_sent(path, sent);
         Some(work)
     }
@@ -1578,54 +1578,64 @@ impl Connection {
     /// whose last bytes are in flight on a path where they arrive later than they would if
     /// `path` sent them now, has them sent again on `path`, from the room the scheduler left
     /// it and within the re-injection budget. The stream then ends when the sooner copy lands.
-    fn reinject_stream_ends(&mut self, path: PathId, room: u64, sent_here: Instant, now: Instant) {
+    /// Returns when a flight of such a stream becomes overdue: `path` should look again then.
+    fn reinject_stream_ends(
+        &mut self,
+        path: PathId,
+        room: u64,
+        sent_here: Instant,
+        now: Instant,
+    ) -> Option<Instant> {
         let config = self.config.reinjection;
-        let Some(threshold) = config.urgency else {
-            return;
-        };
-        let Some(here) = self.paths.get(&path).map(|p| p.snapshot(path)) else {
-            return;
-        };
+        let threshold = config.urgency.filter(|_| config.stream_end)?;
+        let here = self.paths.get(&path).map(|p| p.snapshot(path))?;
         let mut left = room.min(self.reinjection.loss_allowance(&config));
         if left == 0 {
-            return;
+            return None;
         }
-        // How long after its expected landing a flight's ack is overdue: the path's probe
-        // timeout less the way there.
-        let patience: BTreeMap<PathId, Duration> = self
+        // When each path would have a lost flight re-sent: a round trip, its own recovery.
+        let recovered: BTreeMap<PathId, Instant> = self
             .paths
             .iter()
             .map(|(id, p)| {
-                let pto = p.telemetry.probe_timeout();
-                (*id, pto.saturating_sub(p.telemetry.one_way_delay()))
+                let (_, srtt) = p.telemetry.ack_wait();
+                (*id, now.checked_add(srtt).unwrap_or(now))
             })
             .collect();
         // A flight on another path is late if it should land after a copy sent here now, or
-        // if its ack is overdue (its path slowed down or lost it: when it lands is unknown).
+        // if its ack is overdue (lost, or its path slowed down) and a copy sent here beats its
+        // path's own recovery.
         let late = |flight: &Flight| -> Option<Late> {
+            let recovered = *recovered.get(&flight.path)?;
             if flight.path == path {
                 return None;
             }
-            let overdue = patience
-                .get(&flight.path)
-                .and_then(|p| flight.lands.checked_add(*p))
-                .is_some_and(|due| due < now);
-            if overdue {
-                Some(Late::Overdue)
+            let Expected { lands, overdue } = flight.expected;
+            if overdue <= now {
+                (sent_here < recovered).then_some(Late::Overdue)
             } else {
-                (flight.lands > sent_here).then_some(Late::Lands(flight.lands))
+                (lands > sent_here).then_some(Late::Lands(lands))
             }
         };
+        let ending = |send: &&SendState| {
+            send.reset.is_none() && send.all_granted() && send.meta.effective_urgency() <= threshold
+        };
+        let next_due = self
+            .streams
+            .values()
+            .filter_map(|s| s.send.as_ref())
+            .filter(ending)
+            .flat_map(|send| send.in_flight.values())
+            .filter(|flight| flight.path != path)
+            .map(|flight| flight.expected.overdue)
+            .filter(|due| *due > now)
+            .min();
         // Streams whose late bytes all land sooner here, serialization included, with how many.
         let ends: Vec<(u64, u64)> = self
             .streams
             .iter()
             .filter_map(|(id, s)| Some((*id, s.send.as_ref()?)))
-            .filter(|(_, send)| {
-                send.reset.is_none()
-                    && send.all_granted()
-                    && send.meta.effective_urgency() <= threshold
-            })
+            .filter(|(_, send)| ending(send))
             .filter_map(|(id, send)| {
                 let (mut bytes, mut last) = (0, None);
                 for (start, flight) in &send.in_flight {
@@ -1636,7 +1646,8 @@ impl Connection {
                 }
                 let serialized = Duration::try_from_secs_f64(here.bandwidth.seconds_for(bytes))
                     .unwrap_or(Duration::MAX);
-                let done_here = Late::Lands(sent_here.checked_add(serialized)?);
+                // Worth a copy only if it saves more than a round trip here.
+                let done_here = Late::Lands(sent_here.checked_add(serialized + here.srtt)?);
                 (bytes > 0 && last? > done_here).then_some((id, bytes))
             })
             .collect();
@@ -1652,6 +1663,7 @@ impl Connection {
             let (sent, _) = self.offer_reinjection(id, flights, path, Cause::StreamEnd, now);
             left = left.saturating_sub(sent);
         }
+        next_due
     }
 
     /// Re-injections waiting for `gone` (suspected or down) go to the next best path, or to
@@ -1690,7 +1702,7 @@ impl Connection {
         path: PathId,
         left: &mut u64,
         batch: &mut Vec<ChunkWork>,
-        lands: Instant,
+        expected: Expected,
     ) {
         for id in self.reinjecting.clone() {
             if *left == 0 {
@@ -1715,7 +1727,7 @@ impl Connection {
                 send.reinject_to = None;
                 self.reinjecting.remove(&id);
             }
-            let (work, sent) = send.send_ranges(path, ranges, lands);
+            let (work, sent) = send.send_ranges(path, ranges, expected);
             self.count_sent(path, sent);
             if !work.pieces.is_empty() || work.all_granted {
                 push_work(batch, work);
@@ -1805,21 +1817,33 @@ impl Connection {
         // one stream merge into one chunk.
         let mut batch: Vec<ChunkWork> = Vec::new();
         let mut left = room;
+        let mut look_again = None;
         // When bytes added to the batch now land: behind what the path holds and what the
         // batch already has.
-        let lands = |left: u64| arrival(now, &snapshot, room - left);
-        let at = lands(left);
+        let overdue = now
+            .checked_add(
+                self.paths
+                    .get(&path)
+                    .map_or(Duration::ZERO, |p| p.telemetry.probe_timeout()),
+            )
+            .unwrap_or(now);
+        let expected = |left: u64| Expected {
+            lands: arrival(now, &snapshot, room - left),
+            overdue,
+        };
+        let at = expected(left);
         self.take_reinjections(path, &mut left, &mut batch, at);
         while left > 0 {
             let Some(grant) = self.scheduler.poll_send(now, path, left) else {
                 // Room the scheduler leaves may finish an urgent stream sooner.
-                let at = lands(left);
-                self.reinject_stream_ends(path, left, at, now);
+                let at = expected(left);
+                look_again = self.reinject_stream_ends(path, left, at.lands, now);
                 self.take_reinjections(path, &mut left, &mut batch, at);
                 break;
             };
             left = left.saturating_sub(grant.bytes);
-            let Some(work) = self.take_grant(path, grant.stream, grant.bytes, lands(left)) else {
+            let Some(work) = self.take_grant(path, grant.stream, grant.bytes, expected(left))
+            else {
                 continue;
             };
             if work.pieces.is_empty() && !work.all_granted {
@@ -1837,6 +1861,10 @@ impl Connection {
             entry.telemetry.set_app_limited(true);
             entry.idle_with_room = true;
         }
+        let wait = match (wait, look_again) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         (Step::Wait(wait), retire)
     }
 }

@@ -22,17 +22,29 @@ pub struct ReinjectionConfig {
     /// its bytes in flight go on the others at once (outside the budget: they are needed) and
     /// it carries no new data until it acknowledges again.
     pub suspect: bool,
+    /// An urgent stream whose bytes are all granted has its tail sent again on a path with
+    /// room where it lands more than a round trip sooner than on the path carrying it, or
+    /// where it beats that path's recovery of an overdue ack (XLINK's stream-end
+    /// re-injection), within the budget.
+    ///
+    /// Off by default: measured on the simulated pages (`cargo xtask sim`-style loads, ten
+    /// seeds, pb-high and pb-high-lossy), it cut priority-bucket's FRT on two lossy pages
+    /// (google.com-2021 by 11%, bing.com-2024 by 4%) but cost 5% of google.com-2021's bytes
+    /// and 18-20% of wikipedia.org's (the 16 KiB floor on a 92 kB page) with no gain there:
+    /// the landing estimates it compares are too rough early in a connection.
+    pub stream_end: bool,
 }
 
 impl Default for ReinjectionConfig {
     /// Critical objects (urgency 0 and 1, RFC 9218's highest), a 3% budget over a 16 KiB
-    /// floor, suspicion on.
+    /// floor, suspicion on, stream ends off.
     fn default() -> Self {
         Self {
             urgency: Urgency::new(1).ok(),
             budget: 0.03,
             budget_floor: 16 * 1024,
             suspect: true,
+            stream_end: false,
         }
     }
 }

@@ -60,8 +60,16 @@ pub(crate) struct Flight {
     /// The end of the bytes (the start is the key they are kept under).
     pub(crate) end: u64,
     pub(crate) path: PathId,
-    /// When they were expected to land, estimated as they were sent.
+    pub(crate) expected: Expected,
+}
+
+/// What the sender expects of bytes it sends on a path, estimated as they go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expected {
+    /// When they land.
     pub(crate) lands: Instant,
+    /// When their ack is overdue: the path's probe timeout after they were sent.
+    pub(crate) overdue: Instant,
 }
 
 #[derive(Debug)]
@@ -168,7 +176,7 @@ impl SendState {
         &mut self,
         path: PathId,
         ranges: Vec<Range<u64>>,
-        lands: Instant,
+        expected: Expected,
     ) -> (ChunkWork, u64) {
         let mut pieces = Vec::with_capacity(ranges.len());
         let mut sent = 0;
@@ -182,7 +190,7 @@ impl SendState {
                 Flight {
                     end: range.end,
                     path,
-                    lands,
+                    expected,
                 },
             );
             sent += range.end - start;
