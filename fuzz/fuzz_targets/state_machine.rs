@@ -188,7 +188,7 @@ fuzz_target!(|input: Input| {
                 stream,
                 bytes,
             } => {
-                if let Some(sent) = state.grant(path.into(), stream.into(), bytes.into()) {
+                if let Some(sent) = state.grant(path.into(), stream.into(), bytes.into(), now) {
                     assert!(sent <= u64::from(bytes));
                 }
             }

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use mpquic_sched::{PathId, SchedulerKind, StreamId};
 
 use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
+use crate::send::Expected;
 use crate::wire::{Frame, Params};
 use crate::{Connection, Side, TransportConfig};
 
@@ -128,8 +129,14 @@ impl StateDriver {
 
     /// A path's sender takes a grant of `bytes` of stream `id` (as if the scheduler gave it):
     /// the bytes it would send, so that the peer's data acks have something to acknowledge.
-    pub fn grant(&mut self, path: u32, id: u64, bytes: u64) -> Option<u64> {
-        let work = self.0.take_grant(PathId(path), StreamId(id), bytes)?;
+    pub fn grant(&mut self, path: u32, id: u64, bytes: u64, now: Instant) -> Option<u64> {
+        let expected = Expected {
+            lands: now,
+            overdue: now,
+        };
+        let work = self
+            .0
+            .take_grant(PathId(path), StreamId(id), bytes, expected)?;
         Some(
             work.pieces
                 .iter()
