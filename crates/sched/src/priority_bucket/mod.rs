@@ -84,8 +84,9 @@ impl PriorityBucketConfig {
     /// PriorityBucket as the paper publishes it: b_i is the bandwidth estimate alone, and a
     /// stream's allocation is computed once ("each stream only needs to be calculated once")
     /// and never revised for drifting estimates. Path events still re-allocate, since the
-    /// paper's paths never change. Selected by name as `priority-bucket-paper`.
-    /// Buckets are strict: no small stream goes out of turn.
+    /// paper's paths never change. Selected by name as `priority-bucket-paper`. Its buckets
+    /// are strict, no small stream goes out of turn (a stream's bucket is still its
+    /// [`effective_urgency`](crate::StreamMeta::effective_urgency)).
     pub fn paper() -> Self {
         Self {
             drift_threshold: f64::INFINITY,
