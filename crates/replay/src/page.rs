@@ -179,6 +179,46 @@ fn encode(text: &str) -> String {
 mod tests {
     use super::*;
 
+    fn object(name: &str, urgency: u8, kind: ResourceType, discovery: Discovery) -> PageObject {
+        PageObject {
+            url: format!("https://a.test/{name}"),
+            key: format!("/t/{name}"),
+            size: 1000,
+            content_type: "application/octet-stream".to_owned(),
+            resource_type: kind,
+            priority: Priority::new(urgency, false).unwrap(),
+            critical: false,
+            discovery,
+            recorded_start: Duration::ZERO,
+        }
+    }
+
+    /// A script leads to what it inserts, and to what that inserts; only a more urgent
+    /// descendant is a hint.
+    #[test]
+    fn a_stream_leads_to_its_most_urgent_descendant() {
+        let script = ResourceType::Script { blocking: false };
+        let after = |parent| Discovery::After { parent };
+        let page = Page {
+            id: "t".to_owned(),
+            name: "t".to_owned(),
+            objects: vec![
+                object("", 0, ResourceType::Document, Discovery::Document),
+                object("img.jpg", 3, ResourceType::Image, after(0)),
+                object("loader.js", 3, script, after(0)),
+                object("config.js", 3, script, after(2)),
+                object("theme.css", 0, ResourceType::Stylesheet, after(3)),
+                object("tracker.js", 4, script, after(0)),
+                object("pixel.gif", 5, ResourceType::Image, after(5)),
+            ],
+            main_document: 0,
+        };
+        assert_eq!(
+            page.leads_to(),
+            vec![None, None, Some(0), Some(0), None, None, None]
+        );
+    }
+
     #[test]
     fn keys_are_unique_and_uri_safe() {
         let mut keys = Keys::new("site");
