@@ -4,7 +4,7 @@
 //! loss (Bernoulli or Gilbert-Elliott, seeded ChaCha8), a drop-tail queue counted in bytes,
 //! serialization at the link rate (or at a Mahimahi trace's delivery opportunities), then the
 //! one-way propagation delay. Time is a `Duration` since the link's start, passed in by the
-//! caller; nothing here reads a clock (STYLE.md habit 1), so the relay and the tests share it.
+//! caller; nothing here reads a clock, so the relay, the simulator and the tests share it.
 
 use std::collections::VecDeque;
 use std::time::Duration;

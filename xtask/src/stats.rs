@@ -1,5 +1,5 @@
 //! Statistics over repeated runs: mean, sample standard deviation, and the reduction against a
-//! baseline, as DESIGN.md's "Metrics" reports them.
+//! baseline ((baseline - x) / baseline of the means), as the experiment reports print them.
 
 /// The mean and sample standard deviation of a set of measurements.
 #[derive(Debug, Clone, Copy, PartialEq)]
