@@ -39,6 +39,11 @@ pub struct Cell {
     pub bytes: Vec<u64>,
     /// Stream bytes every successful load received twice (re-injected copies).
     pub duplicate_bytes: Vec<u64>,
+    /// Per successful load, summed over its chunks received twice: how long before the
+    /// second copy the first came, ms.
+    pub first_copy_lead_ms: Vec<f64>,
+    /// Per successful load, how many chunks received twice `first_copy_lead_ms` sums.
+    pub timed_duplicates: Vec<u64>,
     /// Failed loads.
     pub failed: usize,
     /// The first failure.
@@ -59,6 +64,8 @@ impl Cell {
                     cell.paths.push(report.paths);
                     cell.bytes.push(report.bytes);
                     cell.duplicate_bytes.push(report.duplicate_bytes);
+                    cell.first_copy_lead_ms.push(report.first_copy_lead_ms);
+                    cell.timed_duplicates.push(report.timed_duplicates);
                     cell.completions
                         .extend(report.objects.iter().map(|o| o.completed_ms));
                 }
@@ -540,9 +547,12 @@ fn reinjection_section(blocks: &[Block]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| scenario / page | scheduler | FRT without | FRT with | with vs without | FRT p90 / median, with | PLT without | PLT with | with vs without | bytes received twice |"
+        "| scenario / page | scheduler | FRT without | FRT with | with vs without | FRT p90 / median, with | PLT without | PLT with | with vs without | bytes received twice | first copy ahead, ms |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     let mut headline: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut any = false;
     for (b, v, without, with) in ablations(blocks, VariantKind::NoReinjection) {
@@ -559,10 +569,19 @@ fn reinjection_section(blocks: &[Block]) -> String {
         } else {
             "-".to_owned()
         };
+        let timed = with.timed_duplicates.iter().sum::<u64>();
+        let ahead = if timed > 0 {
+            format!(
+                "{:.1}",
+                with.first_copy_lead_ms.iter().sum::<f64>() / timed as f64
+            )
+        } else {
+            "-".to_owned()
+        };
         any = true;
         let _ = writeln!(
             out,
-            "| {} / {} | {} | {} | {} | {} | {} |",
+            "| {} / {} | {} | {} | {} | {} | {} | {} |",
             b.scenario.name,
             b.page,
             v.scheduler,
@@ -570,6 +589,7 @@ fn reinjection_section(blocks: &[Block]) -> String {
             tail,
             without_with(without.plt(), with.plt()),
             redundant,
+            ahead,
         );
     }
     for b in blocks {
@@ -589,7 +609,7 @@ fn reinjection_section(blocks: &[Block]) -> String {
     }
     let _ = writeln!(
         out,
-        "\nPositive: faster with re-injection (the default) than without it, same run. Bytes received twice: of the page's body bytes, over every load with re-injection.\n"
+        "\nPositive: faster with re-injection (the default) than without it, same run. Bytes received twice: of the page's body bytes, over every load with re-injection. First copy ahead: for the chunks received twice, how long before the second copy the first came, mean over the chunks of every load with re-injection (what re-injection saved where its copy came first).\n"
     );
     for (scenario, reductions) in headline {
         let average = reductions.iter().sum::<f64>() / reductions.len() as f64;
