@@ -1647,7 +1647,8 @@ impl Connection {
                 let serialized = Duration::try_from_secs_f64(here.bandwidth.seconds_for(bytes))
                     .unwrap_or(Duration::MAX);
                 // Worth a copy only if it saves more than a round trip here.
-                let done_here = Late::Lands(sent_here.checked_add(serialized + here.srtt)?);
+                let done_here =
+                    Late::Lands(sent_here.checked_add(serialized.saturating_add(here.srtt))?);
                 (bytes > 0 && last? > done_here).then_some((id, bytes))
             })
             .collect();
