@@ -1480,7 +1480,7 @@ impl Connection {
         let mut left = match cause {
             Cause::Suspicion => u64::MAX,
             Cause::Loss | Cause::StreamEnd if delay >= from_delay => return,
-            Cause::Loss | Cause::StreamEnd => lost.min(self.reinjection.loss_allowance(&config)),
+            Cause::Loss | Cause::StreamEnd => lost.min(self.reinjection.budget_left(&config)),
         };
         let urgent = |meta: &StreamMeta| match cause {
             Cause::Suspicion => true,
@@ -1537,7 +1537,6 @@ impl Connection {
         let choice = self
             .scheduler
             .on_reinjection(now, StreamId(id), bytes, from);
-        let mut to_scheduler = false;
         for (range, flight) in flights {
             match choice {
                 Reinjection::Skip => {
@@ -1551,11 +1550,11 @@ impl Connection {
                 Reinjection::Transport => send.reinject.insert(range),
             }
         }
+        let to_scheduler = choice == Reinjection::Scheduler;
         match choice {
             Reinjection::Skip => return (0, false),
             Reinjection::Scheduler => {
                 let _ = self.scheduler.on_data_queued(now, StreamId(id), bytes);
-                to_scheduler = true;
             }
             Reinjection::Transport => {
                 send.reinject_to = Some(target);
@@ -1589,7 +1588,7 @@ impl Connection {
         let config = self.config.reinjection;
         let threshold = config.urgency.filter(|_| config.stream_end)?;
         let here = self.paths.get(&path).map(|p| p.snapshot(path))?;
-        let mut left = room.min(self.reinjection.loss_allowance(&config));
+        let mut left = room.min(self.reinjection.budget_left(&config));
         if left == 0 {
             return None;
         }

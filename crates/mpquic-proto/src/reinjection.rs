@@ -88,7 +88,7 @@ impl ReinjectionStats {
     }
 
     /// How many bytes the budget still allows to re-send on loss or at streams' ends.
-    pub(crate) fn loss_allowance(&self, config: &ReinjectionConfig) -> u64 {
+    pub(crate) fn budget_left(&self, config: &ReinjectionConfig) -> u64 {
         let allowed = (self.sent as f64 * config.budget.max(0.0)) as u64;
         allowed
             .saturating_add(config.budget_floor)

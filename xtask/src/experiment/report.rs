@@ -445,8 +445,6 @@ fn extras_section(blocks: &[Block]) -> String {
             };
             let fld = b.cell(|x| x.kind == VariantKind::Fld && x.scheduler == v.scheduler);
             let auto = b.cell(|x| x.kind == VariantKind::Meh && x.scheduler == v.scheduler);
-            let mean =
-                |s: Option<Summary>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean));
             any = true;
             let _ = writeln!(
                 out,
