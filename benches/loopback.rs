@@ -5,7 +5,7 @@
 //!
 //! Each setup sends `--size` bytes of pseudo-random data on one stream to a server that hashes
 //! them (sha256) and answers the digest, which the client checks; the transfer code is the same
-//! for all three (`examples/transfer`, generic over tokio's `AsyncWrite`/`AsyncRead`): plain quinn
+//! for all three (`mpquic_lab::transfer`, generic over tokio's `AsyncWrite`/`AsyncRead`): plain quinn
 //! with quinn's default transport settings on 127.0.0.1, and mpquic with the client's path `k`
 //! from 127.0.0.`k`. The setups are interleaved: every round runs each once, the order rotating
 //! from round to round, after one unrecorded warm-up transfer each. Client and server run in
@@ -21,9 +21,6 @@
 // A benchmark report: its output is stdout.
 #![allow(clippy::print_stdout)]
 
-#[path = "../examples/transfer/mod.rs"]
-mod transfer;
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,10 +28,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use mpquic::{Config, PathStatus};
+use mpquic_lab::transfer::{self, BoxError, Payload};
 use nix::sys::resource::{getrusage, UsageWho};
 use serde_json::json;
-
-use transfer::{BoxError, Payload};
 
 #[derive(Debug, Parser)]
 #[command(about = "Loopback goodput and CPU per GB: plain quinn vs mpquic over 1 and 2 paths")]

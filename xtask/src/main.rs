@@ -1,136 +1,46 @@
-//! `cargo xtask ...`: project tasks that sit on top of the libraries.
+//! `cargo xtask ...`: `ci`, the checks, here; every other command belongs to the lab
+//! (`crates/lab`) and is forwarded to its binary with `cargo run -p mpquic-lab --bin lab`, so
+//! that `cargo xtask ci` starts with `cargo fmt` without compiling the lab's network peers.
 //!
-//! - `cargo xtask sim --scenario pb-high --page youtube-2013 [--runs N] [--seed S] [--json]`:
-//!   runs every scheduler in the simulator over a page (a builtin or a `.har` file) `N` times
-//!   (default 10, the papers' repetitions) with seeds `S`, `S + 1`, ... (default `S` = 1), and
-//!   prints FRT and PLT as mean ± sample standard deviation with the reduction of the means
-//!   against lrf and the oracle's bounds; with `--json`, one object keyed by scheduler name,
-//!   each `{"frt_ms", "plt_ms"}` (the means), `"frt_sd_ms"`, `"plt_sd_ms"` and `"runs"` (or
-//!   `"error"`), and `"oracle"`.
-//! - `cargo xtask demo`: a bundled recorded page (YouTube, 2013) over HTTP/3 over mpquic with
-//!   every scheduler, on pb-high's two paths emulated on loopback, and a table of FRT and PLT
-//!   (mean ± sd over a few loads) with the reduction against lrf (see `demo.rs`).
-//! - `cargo xtask ci`: the checks, in order, stopping at the first failure: `cargo fmt --all --
-//!   --check`, `cargo clippy --workspace --all-targets -- -D warnings`,
-//!   `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`, `cargo test --workspace`, then
-//!   `fuzz/run.sh 20` (every fuzz target for 20 s; skipped, saying so, without `cargo +nightly`).
-//! - `cargo xtask testbed up|down|exec|check`: the namespace testbed (see `testbed.rs`).
+//! - `cargo xtask ci`: the checks, in order, stopping at the first failure (see `ci.rs`).
+//! - `cargo xtask demo|sim|calibrate|experiment|testbed|peers ...`: the lab's commands, in the
+//!   dev profile as this alias runs xtask (`cargo xtask help` lists them, `cargo xtask demo
+//!   --help` explains one).
 
-// A command-line tool: its output is stdout.
-#![allow(clippy::print_stdout)]
-
-mod calibrate;
 mod ci;
-mod demo;
-mod experiment;
-mod peers;
-mod runs;
-mod sim;
-mod stats;
-mod table;
-mod testbed;
 
-use std::process::ExitCode;
-
-use clap::{Parser, Subcommand};
-
-use crate::sim::SimArgs;
-use crate::testbed::TestbedArgs;
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "cargo xtask",
-    bin_name = "cargo xtask",
-    about = "mpquic project tasks"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Loads a bundled recorded page with every scheduler over HTTP/3 over mpquic on two
-    /// emulated paths on loopback (pb-high) and prints FRT and PLT against lrf.
-    Demo,
-    /// Runs every scheduler over a page on the full-stack simulation, repeated over seeds, and
-    /// prints FRT and PLT (mean ± sd) against lrf and the oracle lower bound.
-    Sim(SimArgs),
-    /// Loads the cells of an experiment's raw.jsonl on the simulation and reports how far the
-    /// simulated means are from the measured ones.
-    Calibrate(calibrate::CalibrateArgs),
-    /// The page-load matrix (schedulers x scenarios x pages, FLD and MEH rows) with the
-    /// oracle's bounds, a report and SVG charts under target/experiment/.
-    Experiment(experiment::ExperimentArgs),
-    /// Runs the checks in order (fmt, clippy, doc, test, fuzz smoke) and stops at the first
-    /// failure.
-    Ci,
-    /// The namespace testbed: `up`, `down`, `exec client|server -- CMD`, `check`.
-    Testbed(TestbedArgs),
-    /// Bulk aggregation on the namespace testbed: mpquic against tquic, noq, quinn and MPTCP.
-    Peers(peers::PeersArgs),
-}
-
-/// A failure, with the exit code it maps to.
-#[derive(Debug)]
-enum Failure {
-    /// Bad input from the command line: exit code 2, like clap's own usage errors.
-    Usage(String),
-    /// A check of `cargo xtask ci` failed: exit code 1.
-    Ci(String),
-    /// The testbed could not do what was asked (not root, already up, I/O): exit code 1.
-    Testbed(String),
-    /// The demo could not load its page: exit code 1.
-    Demo(String),
-    /// The experiment could not run or write its results: exit code 1.
-    Experiment(String),
-}
-
-impl Failure {
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            Self::Usage(_) => ExitCode::from(2),
-            Self::Ci(_) | Self::Testbed(_) | Self::Demo(_) | Self::Experiment(_) => {
-                ExitCode::FAILURE
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Usage(message)
-            | Self::Ci(message)
-            | Self::Testbed(message)
-            | Self::Demo(message)
-            | Self::Experiment(message) => f.write_str(message),
-        }
-    }
-}
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, ExitCode};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let outcome = match cli.command {
-        Command::Demo => demo::demo(),
-        Command::Sim(args) => sim::sim(&args),
-        Command::Calibrate(args) => calibrate::calibrate(&args),
-        Command::Experiment(args) => experiment::experiment(&args),
-        Command::Ci => ci::run().map_err(Failure::Ci),
-        Command::Peers(args) => match peers::run(&args) {
-            Ok(code) => return code,
-            Err(failure) => Err(failure),
-        },
-        Command::Testbed(args) => match testbed::run(&args) {
-            Ok(code) => return code,
-            Err(failure) => Err(failure),
-        },
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            eprintln!("error: {failure}");
-            failure.exit_code()
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|command| command == "ci") {
+        if args.len() > 1 {
+            eprintln!("error: `cargo xtask ci` takes no arguments");
+            return ExitCode::from(2);
         }
+        return match ci::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(failure) => {
+                eprintln!("error: {failure}");
+                ExitCode::FAILURE
+            }
+        };
     }
+    forward_to_lab(&args)
+}
+
+/// Runs `cargo run --quiet -p mpquic-lab --bin lab -- ARGS` in this process's place (`exec`:
+/// cargo execs the lab in turn), so the lab gets the terminal's signals and its exit code is
+/// this command's.
+fn forward_to_lab(args: &[OsString]) -> ExitCode {
+    let mut lab = Command::new(ci::cargo());
+    lab.args(["run", "--quiet", "-p", "mpquic-lab", "--bin", "lab", "--"])
+        .args(args)
+        .current_dir(ci::workspace_root());
+    // `exec` returns only if it could not start cargo.
+    let e = lab.exec();
+    eprintln!("error: cannot run cargo to start the lab: {e}");
+    ExitCode::FAILURE
 }

@@ -5,7 +5,7 @@
 //!
 //! The program that calls [`load_netns`] provides both roles: it is started again with
 //! `--serve` in the server namespace and with `--direct` in the client namespace (see
-//! `examples/page_client.rs`), so one binary holds the whole measurement.
+//! the lab's `page_client`), so one binary holds the whole measurement.
 
 use std::io::Read as _;
 use std::net::SocketAddr;

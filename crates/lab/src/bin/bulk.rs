@@ -1,7 +1,7 @@
 //! Bulk transfer over several paths, checked with sha256.
 //!
 //! ```text
-//! cargo run --release --example bulk -- --paths 2 --scheduler priority-bucket --size 100MB
+//! cargo run --release -p mpquic-lab --bin bulk -- --paths 2 --scheduler priority-bucket --size 100MB
 //! ```
 //!
 //! By default the server and the client run in this one process on loopback: the server on
@@ -28,8 +28,6 @@
 // A command-line tool: its result is stdout.
 #![allow(clippy::print_stdout)]
 
-mod transfer;
-
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,11 +35,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use mpquic::{Config, Endpoint, PathStats, PathStatus};
+use mpquic_core::{Config, Endpoint, PathStats, PathStatus};
 use rustls::pki_types::CertificateDer;
 use serde_json::json;
 
-use transfer::{BoxError, Payload};
+use mpquic_lab::transfer::{self, BoxError, Payload};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Role {
@@ -76,9 +74,9 @@ struct Args {
     /// both, where the in-process server listens, default 127.0.0.1:0).
     #[arg(long, value_delimiter = ',')]
     remote: Vec<SocketAddr>,
-    /// Congestion controller on every path, as `mpquic::CongestionControl` parses it: bbr,
+    /// Congestion controller on every path, as `mpquic_core::CongestionControl` parses it: bbr,
     /// cubic-hystart, cubic (quinn's), quinn-bbr, ...
-    #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
+    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Bytes every path's congestion window starts with (default: mpquic's, 32 packets;
     /// 12000 is quinn's own 10 packets).
@@ -117,7 +115,7 @@ fn config(args: &Args, paths: usize) -> Result<Config, BoxError> {
         .congestion_control(args.cc.parse()?)
         .delivery_reports(!args.no_delivery_reports);
     if args.no_reinjection {
-        config.reinjection(mpquic::ReinjectionConfig {
+        config.reinjection(mpquic_core::ReinjectionConfig {
             urgency: None,
             suspect: false,
             ..Default::default()
@@ -217,7 +215,7 @@ struct PathActivity {
 }
 
 impl PathActivity {
-    fn sample(&mut self, conn: &mpquic::Connection, start: Instant) {
+    fn sample(&mut self, conn: &mpquic_core::Connection, start: Instant) {
         let at = start.elapsed().as_secs_f64() * 1e3;
         for path in conn.paths() {
             let last = self.last_bytes.insert(path.id.0, path.bytes_received);

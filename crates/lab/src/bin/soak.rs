@@ -2,9 +2,9 @@
 //! peers keep its memory, tasks and file descriptors flat?
 //!
 //! ```text
-//! cargo run --release --example soak -- --sessions 100 --streams 100 --rounds 4 --churn 1000
-//! cargo run --example soak -- --quick                  # everything, small, under a minute
-//! cargo run --release --example soak -- --adversarial --json /tmp/soak.json
+//! cargo run --release -p mpquic-lab --bin soak -- --sessions 100 --streams 100 --rounds 4 --churn 1000
+//! cargo run -p mpquic-lab --bin soak -- --quick                  # everything, small, under a minute
+//! cargo run --release -p mpquic-lab --bin soak -- --adversarial --json /tmp/soak.json
 //! ```
 //!
 //! Everything runs in this one process on loopback: an mpquic server on 127.0.0.1 and clients
@@ -41,8 +41,6 @@
 // A command-line tool: its result is stdout.
 #![allow(clippy::print_stdout)]
 
-mod transfer;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -55,13 +53,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use mpquic::wire::{self, Frame, Params};
-use mpquic::{Config, Connection, Endpoint, PathId, PathStatus, RecvStream, SendStream};
+use mpquic_core::wire::{self, Frame, Params};
+use mpquic_core::{Config, Connection, Endpoint, PathId, PathStatus, RecvStream, SendStream};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use transfer::{BoxError, Payload};
+use mpquic_lab::transfer::{self, BoxError, Payload};
 
 // ---------------------------------------------------------------------------------------------
 // The figures: RSS, live heap, live tasks, open fds.
@@ -978,7 +976,7 @@ impl RawPeer {
         let (mut control, mut control_recv) = conn.open_bi().await?;
         send_frame(&mut control, Frame::NewSession { params: RAW_PARAMS }).await?;
         match timed(CONNECT_TIMEOUT, async {
-            Ok(mpquic::read_frame(&mut control_recv).await?)
+            Ok(mpquic_core::read_frame(&mut control_recv).await?)
         })
         .await?
         {

@@ -37,7 +37,7 @@ use mpquic_sched::sim::{PathSpec, Scenario};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{SigSet, Signal};
 
-use crate::Failure;
+use crate::{bins, Failure};
 
 /// Overrides the state file's location (the tests use their own).
 pub const STATE_ENV: &str = "MPQUIC_TESTBED_STATE";
@@ -218,10 +218,7 @@ fn state_path() -> PathBuf {
     if let Some(path) = std::env::var_os(STATE_ENV) {
         return PathBuf::from(path);
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or_else(|| Path::new("."));
-    workspace
+    crate::workspace_root()
         .join("target")
         .join("testbed")
         .join("current.json")
@@ -464,37 +461,9 @@ fn check_loopback(scenario: &'static Scenario) -> Result<usize, Failure> {
     Ok(failed)
 }
 
-/// Builds `linkemu` in xtask's own profile and returns its path.
+/// Builds `linkemu` in the lab's own profile and returns its path.
 fn linkemu() -> Result<PathBuf, Failure> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Process::new(&cargo);
-    build.args(["build", "-q", "-p", "mpquic-netns", "--bin", "linkemu"]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    let status = build
-        .status()
-        .map_err(|e| Failure::Testbed(format!("cannot run cargo to build linkemu: {e}")))?;
-    if !status.success() {
-        return Err(Failure::Testbed(format!(
-            "building linkemu failed ({status})"
-        )));
-    }
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::Testbed(format!("cannot locate xtask's own binary: {e}")))?;
-    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    if dir.file_name().is_some_and(|n| n == "deps") {
-        dir.pop();
-    }
-    let linkemu = dir.join("linkemu");
-    if linkemu.is_file() {
-        Ok(linkemu)
-    } else {
-        Err(Failure::Testbed(format!(
-            "linkemu was built but is not at {}",
-            linkemu.display()
-        )))
-    }
+    bins::build("linkemu", bins::Profile::current()).map_err(Failure::Testbed)
 }
 
 /// A child process this command started; killed (by its pid) and reaped when dropped.

@@ -2,8 +2,8 @@
 //! and prints one JSON object with its first rendering time and page load time.
 //!
 //! ```text
-//! cargo run --release --example page_client -- --page youtube.com-2013 --scenario pb-high
-//! cargo run --release --example page_client -- --page youtube.com-2013 --scenario pb-high --transport quinn
+//! cargo run --release -p mpquic-lab --bin page_client -- --page youtube.com-2013 --scenario pb-high
+//! cargo run --release -p mpquic-lab --bin page_client -- --page youtube.com-2013 --scenario pb-high --transport quinn
 //! ```
 //!
 //! `--transport quinn` is the baseline: plain quinn (HTTP/3 through h3-quinn, the same
@@ -40,7 +40,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use mpquic::Endpoint;
+use mpquic_core::Endpoint;
 use mpquic_replay::{
     har, load_direct, load_page, load_remote, netns, quinn_server, self_signed, transport_config,
     Mode, PageServer, RepeatedReport, RunConfig, Transport,
@@ -82,9 +82,9 @@ struct Args {
     /// quinn's path (quinn's default: the scenario's better path).
     #[arg(long)]
     path: Option<usize>,
-    /// Congestion controller of every path at both ends, as `mpquic::CongestionControl` parses
+    /// Congestion controller of every path at both ends, as `mpquic_core::CongestionControl` parses
     /// it: bbr, cubic-hystart, cubic (quinn's), fld, ...
-    #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
+    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).
     #[arg(long)]

@@ -194,7 +194,7 @@ mod tests {
     use super::*;
 
     fn youtube() -> PageRef {
-        let root = crate::ci::workspace_root();
+        let root = crate::workspace_root();
         let scratch = std::env::temp_dir();
         let mut pages =
             crate::experiment::pages::resolve(&["youtube-2013".into()], &root, &scratch);

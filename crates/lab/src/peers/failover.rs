@@ -28,7 +28,8 @@ use serde_json::{json, Value};
 
 use super::bed::{addrs, Bed, Proc};
 use super::peer::last_json;
-use super::{release_bulk, target_dir};
+use crate::bins::{self, Profile};
+use crate::target_dir;
 use crate::testbed::catch_signals;
 use crate::Failure;
 
@@ -81,7 +82,7 @@ pub fn run(args: &FailoverArgs) -> Result<ExitCode, Failure> {
         ));
     }
     catch_signals()?;
-    let bulk = release_bulk()?;
+    let bulk = bins::build("bulk", Profile::Release).map_err(Failure::Testbed)?;
     let out = args
         .out
         .clone()

@@ -13,7 +13,7 @@ use mpquic_netns::topology::{namespaces, unavailable};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+const LAB: &str = env!("CARGO_BIN_EXE_lab");
 const STATE_ENV: &str = "MPQUIC_TESTBED_STATE";
 /// Longest `up` may take to write its state file.
 const UP_TIME: Duration = Duration::from_secs(15);
@@ -83,8 +83,8 @@ impl Cleanup {
         }
     }
 
-    fn xtask(&self) -> Command {
-        let mut command = Command::new(XTASK);
+    fn lab(&self) -> Command {
+        let mut command = Command::new(LAB);
         command.env(STATE_ENV, self.dir.join("current.json"));
         command
     }
@@ -92,7 +92,7 @@ impl Cleanup {
     /// Starts `testbed up --scenario pb-high` and waits for its state file; returns its index.
     fn up(&mut self) -> usize {
         let child = self
-            .xtask()
+            .lab()
             .args(["testbed", "up", "--scenario", "pb-high", "--seconds", "50"])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -120,7 +120,7 @@ impl Cleanup {
 
     fn down(&self) -> Output {
         let out = self
-            .xtask()
+            .lab()
             .args(["testbed", "down"])
             .output()
             .expect("run testbed down");

@@ -1,7 +1,7 @@
 //! Serves recorded pages over HTTP/3 over mpquic.
 //!
 //! ```text
-//! cargo run --release --example page_server -- --har pages/ --listen 127.0.0.1:4433
+//! cargo run --release -p mpquic-lab --bin page_server -- --har pages/ --listen 127.0.0.1:4433
 //! ```
 //!
 //! Every recorded URL of every page (a HAR file, or each `.har` file of a directory; default
@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mpquic::Endpoint;
+use mpquic_core::Endpoint;
 use mpquic_replay::{har, quinn_server, self_signed, transport_config, PageServer, Transport};
 
 #[derive(Debug, Parser)]
@@ -49,9 +49,9 @@ struct Args {
     /// Sessions to serve before exiting (0: until killed).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
-    /// Congestion controller of every path, as `mpquic::CongestionControl` parses it: bbr,
+    /// Congestion controller of every path, as `mpquic_core::CongestionControl` parses it: bbr,
     /// cubic-hystart, cubic (quinn's), fld, ...
-    #[arg(long, default_value = mpquic::CongestionControl::DEFAULT_NAME)]
+    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
     cc: String,
     /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
     #[arg(long)]

@@ -12,7 +12,7 @@ use clap::Args;
 use mpquic_replay::sim::load_simulated;
 use mpquic_replay::RunConfig;
 
-use crate::experiment::{pages, target_dir};
+use crate::experiment::pages;
 use crate::stats::{reduction_percent, Summary};
 use crate::Failure;
 
@@ -57,8 +57,8 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), Failure> {
             args.testbed.display()
         )));
     }
-    let root = crate::ci::workspace_root();
-    let scratch = target_dir(&root).join("calibrate");
+    let root = crate::workspace_root();
+    let scratch = crate::target_dir().join("calibrate");
     let mut compared: BTreeMap<Cell, Compared> = BTreeMap::new();
     for ((scenario, page_name, scheduler), (frt, plt, time_scale)) in &measured {
         let page = pages::resolve(std::slice::from_ref(page_name), &root, &scratch)?.remove(0);

@@ -10,7 +10,6 @@
 //! Each scheduler loads the page [`REPS`] times, the schedulers taking turns in each round so
 //! that drift in the machine's load spreads over all of them.
 
-use std::path::Path;
 use std::time::Instant;
 
 use mpquic_replay::{har, load_page_blocking, LoadReport, RunConfig};
@@ -30,7 +29,7 @@ pub const REPS: usize = 5;
 
 /// Runs the demo and prints its table.
 pub fn demo() -> Result<(), Failure> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = crate::workspace_root();
     let page = har::load(&root.join(PAGE)).map_err(|e| Failure::Demo(e.to_string()))?;
     println!(
         "{} ({}: {} objects, {} bytes, {} critical), {SCENARIO} on loopback, {REPS} loads per scheduler",

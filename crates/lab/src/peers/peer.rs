@@ -109,9 +109,9 @@ pub struct Variant {
 /// The binaries the peers run.
 #[derive(Debug, Clone)]
 pub struct Tools {
-    /// `examples/bulk` of the facade package.
+    /// The lab's `bulk`.
     pub bulk: PathBuf,
-    /// This xtask, for the quinn, noq and MPTCP harnesses.
+    /// The lab's own binary, for the quinn, noq and MPTCP harnesses (`lab peers harness`).
     pub harness: PathBuf,
     /// `tquic_server` and `tquic_client`, or why they are missing.
     pub tquic: Result<(PathBuf, PathBuf), String>,

@@ -166,7 +166,7 @@ pub fn run(args: &PageArgs) -> Result<ExitCode, Failure> {
     let (server_bin, client_bin) = super::tquic().map_err(Failure::Testbed)?;
     // Before any thread of ours: the signals are blocked in every thread spawned after this.
     catch_signals()?;
-    let scratch = super::target_dir()
+    let scratch = crate::target_dir()
         .join("peers")
         .join(format!("page-{}", std::process::id()));
     let bed = Bed::up(scenario, scratch).map_err(Failure::Testbed)?;

@@ -1,6 +1,6 @@
 //! `cargo xtask experiment` end to end on the smallest matrix: one scenario, the smallest page,
-//! two schedulers, one rep, loopback (no root). It builds and runs the page client like the
-//! real command, then checks raw.jsonl, the summary, the report and an SVG, and that a second
+//! two schedulers, one rep, loopback (no root), with the dev-profile page client `cargo test`
+//! has built, then checks raw.jsonl, the summary, the report and an SVG, and that a second
 //! invocation resumes (runs nothing again). No timing assertions.
 
 use std::process::Command;
@@ -10,7 +10,7 @@ use common::Scratch;
 
 /// The smallest matrix with `reps` loads per cell, and `extra` arguments.
 fn experiment(out: &std::path::Path, reps: &str, extra: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
+    Command::new(env!("CARGO_BIN_EXE_lab"))
         .args([
             "experiment",
             "--scenarios",
@@ -23,12 +23,14 @@ fn experiment(out: &std::path::Path, reps: &str, extra: &[&str]) -> std::process
             reps,
             "--mode",
             "loopback",
+            "--profile",
+            "dev",
             "--out",
         ])
         .arg(out)
         .args(extra)
         .output()
-        .expect("run xtask")
+        .expect("run the lab")
 }
 
 #[test]
@@ -111,10 +113,10 @@ fn bad_input_is_a_usage_error_not_a_panic() {
         &["experiment", "--time-scale", "NaN"],
         &["experiment", "--reps", "0"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        let out = Command::new(env!("CARGO_BIN_EXE_lab"))
             .args(args)
             .output()
-            .expect("run xtask");
+            .expect("run the lab");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");

@@ -23,7 +23,7 @@
 //! default and its best variant with the flags used. The exit code is 1 when any run failed.
 //!
 //! The peers and their clocks (each is its own; all count the payload only):
-//! - `mpquic`: `examples/bulk` (split roles, `--local`/`--remote` per path) with every
+//! - `mpquic`: the lab's `bulk` (split roles, `--local`/`--remote` per path) with every
 //!   scheduler and CUBIC (from mpquic's default initial window, 32 packets), and
 //!   priority-bucket and lrf with BBR, NewReno, CUBIC from quinn's own 10 packets
 //!   (`--initial-window 12000`), and CUBIC without delivery reports (`--no-delivery-reports`, see
@@ -62,17 +62,18 @@ mod peer;
 mod report;
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use mpquic_netns::topology;
 use mpquic_sched::sim::Scenario;
 use mpquic_sched::SchedulerKind;
 
+use crate::bins::{self, Profile};
 use crate::testbed::{catch_signals, interrupted, stop_signal};
-use crate::Failure;
+use crate::{target_dir, Failure};
 use bed::Bed;
 use peer::{Peer, Tools, Variant};
 use report::Record;
@@ -98,16 +99,6 @@ enum PeersCommand {
     Harness(harness::HarnessArgs),
 }
 
-/// How the project's binaries are built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Profile {
-    /// `--release`, as measurements should be.
-    Release,
-    /// The dev profile, built already: this xtask binary and `examples/bulk` next to it
-    /// (what `cargo test` builds; for quick checks).
-    Dev,
-}
-
 /// The options of `peers bulk`.
 #[derive(Debug, Args)]
 struct BulkArgs {
@@ -129,7 +120,7 @@ struct BulkArgs {
     /// Only each peer's default flags (no scheduler and congestion-control exploration).
     #[arg(long)]
     defaults_only: bool,
-    /// How to build the bulk example and the harness binary.
+    /// How to build the bulk binary and the harness binary (the lab's own).
     #[arg(long, value_enum, default_value = "release")]
     profile: Profile,
     /// Where bulk.jsonl and bulk.md go (default: target/experiment).
@@ -175,84 +166,18 @@ fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size {text:?} out of range"))
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-}
-
-fn cargo(args: &[&str]) -> Result<(), Failure> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(&cargo)
-        .args(args)
-        .current_dir(workspace())
-        .status()
-        .map_err(|e| Failure::Testbed(format!("cannot run cargo: {e}")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::Testbed(format!(
-            "`cargo {}` failed ({status})",
-            args.join(" ")
-        )))
-    }
-}
-
-/// Builds `examples/bulk` (release) and returns its path.
-fn release_bulk() -> Result<PathBuf, Failure> {
-    eprintln!("building examples/bulk (release)");
-    cargo(&[
-        "build",
-        "-q",
-        "--release",
-        "-p",
-        "mpquic",
-        "--example",
-        "bulk",
-    ])?;
-    Ok(target_dir().join("release").join("examples").join("bulk"))
-}
-
 /// Builds (release) or finds (dev) what the chosen peers run.
 fn tools(peers: &[Peer], profile: Profile) -> Result<Tools, Failure> {
     let needs = |p: &[Peer]| peers.iter().any(|x| p.contains(x));
-    let (bulk, harness) = match profile {
-        Profile::Release => {
-            let bulk = if needs(&[Peer::Mpquic, Peer::MpquicSingle]) {
-                release_bulk()?
-            } else {
-                target_dir().join("release").join("examples").join("bulk")
-            };
-            if needs(&[Peer::Quinn, Peer::Noq, Peer::Mptcp]) {
-                eprintln!("building xtask (release) for the quinn, noq and MPTCP harnesses");
-                cargo(&["build", "-q", "--release", "-p", "xtask", "--bin", "xtask"])?;
-            }
-            (bulk, target_dir().join("release").join("xtask"))
+    let binary = |name: &str, needed: bool| {
+        if !needed {
+            // No peer of this run starts it.
+            return Ok(PathBuf::new());
         }
-        Profile::Dev => {
-            // This very binary, and the example next to it: nothing is built (under `cargo
-            // test`, which holds the build directory's lock, a nested build would wait forever).
-            let exe = std::env::current_exe()
-                .map_err(|e| Failure::Testbed(format!("cannot locate xtask's own binary: {e}")))?;
-            let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-            if dir.file_name().is_some_and(|n| n == "deps") {
-                dir.pop();
-            }
-            (dir.join("examples").join("bulk"), exe)
-        }
+        bins::binary(name, profile).map_err(Failure::Testbed)
     };
-    if needs(&[Peer::Mpquic, Peer::MpquicSingle]) && !bulk.is_file() {
-        return Err(Failure::Testbed(format!(
-            "{} is missing: `cargo build -p mpquic --example bulk` builds it",
-            bulk.display()
-        )));
-    }
+    let bulk = binary("bulk", needs(&[Peer::Mpquic, Peer::MpquicSingle]))?;
+    let harness = binary("lab", needs(&[Peer::Quinn, Peer::Noq, Peer::Mptcp]))?;
     let tquic = if needs(&[Peer::Tquic]) {
         tquic()
     } else {
@@ -504,7 +429,7 @@ fn bulk(args: &BulkArgs) -> Result<ExitCode, Failure> {
          tquic_tools {}, noq 1.4, quinn 0.11, Linux MPTCP (kernel {}) with TCP congestion control \
          by default `{}`. Real transfers over the emulated links of the namespace \
          testbed (no simulator). Goodput is payload bits over each peer's own transfer time \
-         (see `xtask/src/peers/mod.rs`); \"of the sum\" divides by the sum of all the \
+         (see `crates/lab/src/peers/mod.rs`); \"of the sum\" divides by the sum of all the \
          scenario's configured path rates, \"of the paths used\" by those of the paths the \
          variant ran over. tquic downloads (server to client), the others upload; the \
          emulated paths are symmetric.\n",

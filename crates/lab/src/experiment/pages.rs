@@ -253,14 +253,14 @@ mod tests {
 
     #[test]
     fn unknown_names_are_usage_errors() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = crate::workspace_root();
         let err = resolve(&["no-such-page".to_owned()], &root, &std::env::temp_dir()).unwrap_err();
         assert!(matches!(err, Failure::Usage(_)));
     }
 
     #[test]
     fn names_map_onto_recordings() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = crate::workspace_root();
         let pages = resolve(
             &["youtube-2013".to_owned(), "wikipedia.org".to_owned()],
             &root,

@@ -6,7 +6,7 @@ use clap::Args;
 use mpquic_sched::sim::Scenario;
 use mpquic_sched::SchedulerKind;
 
-use crate::experiment::{pages, target_dir};
+use crate::experiment::pages;
 use crate::{runs, table, Failure};
 
 /// The most runs one command does (10 is the papers' count; 1000 already takes a while).
@@ -64,8 +64,8 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
         )));
     }
     let scenario = Scenario::by_name(&args.scenario).map_err(|e| Failure::Usage(e.to_string()))?;
-    let root = crate::ci::workspace_root();
-    let scratch = target_dir(&root).join("sim");
+    let root = crate::workspace_root();
+    let scratch = crate::target_dir().join("sim");
     let page = pages::resolve(std::slice::from_ref(&args.page), &root, &scratch)?.remove(0);
     let runs = runs::run(
         &page,

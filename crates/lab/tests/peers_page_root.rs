@@ -15,7 +15,7 @@ use mpquic_replay::LoadReport;
 mod common;
 use common::Scratch;
 
-const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+const LAB: &str = env!("CARGO_BIN_EXE_lab");
 
 const PAGE: &str = r#"{"log": {"entries": [
   {"startedDateTime": "2013-01-01T00:00:00.000Z", "time": 50, "request": {"url": "https://www.bing.com/"},
@@ -36,11 +36,11 @@ const PAGE: &str = r#"{"log": {"entries": [
 #[ignore = "needs root and tquic_tools installed"]
 fn tquic_loads_a_small_page_over_pb_low() {
     assert_eq!(unavailable(), None, "the namespace testbed cannot run here");
-    // target/debug/xtask -> target
+    // target/debug/lab -> target
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .or_else(|| {
-            Path::new(XTASK)
+            Path::new(LAB)
                 .parent()
                 .and_then(Path::parent)
                 .map(Path::to_path_buf)
@@ -56,7 +56,7 @@ fn tquic_loads_a_small_page_over_pb_low() {
     std::fs::create_dir_all(&dir.0).expect("scratch directory");
     let har = dir.0.join("bing-2013.har");
     std::fs::write(&har, PAGE).expect("write the HAR");
-    let child = Command::new(XTASK)
+    let child = Command::new(LAB)
         .args(["peers", "page", "--scenario", "pb-low", "--timeout", "60"])
         .arg("--har")
         .arg(&har)
@@ -71,7 +71,7 @@ fn tquic_loads_a_small_page_over_pb_low() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
 
-    // The testbed is gone whatever happened: no namespace of that xtask process is left.
+    // The testbed is gone whatever happened: no namespace of that lab process is left.
     let prefix = format!("mq{pid}x");
     let left: Vec<String> = namespaces()
         .expect("ip netns list")

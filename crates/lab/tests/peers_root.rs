@@ -2,7 +2,7 @@
 //! few MB over pb-low's two emulated 25 Mbit/s paths, through the command's own code, must
 //! complete, check out, use both paths and reach a sane goodput (more than half of the 50 Mbit/s
 //! sum; a sanity bound, not a benchmark). It uses the dev-profile binaries `cargo test` has
-//! built (`examples/bulk` of the facade package next to this xtask). Ignored unless asked for
+//! built (the lab's `bulk` next to its `lab`). Ignored unless asked for
 //! (`cargo test -- --ignored`, as root; `cargo xtask ci` does that when it runs as root); asked
 //! for without root, network namespaces or that example, it fails. Without MPTCP in the kernel
 //! it says so on stderr and runs mpquic alone.
@@ -10,7 +10,6 @@
 // The notice that MPTCP is left out is for the person reading the test output.
 #![allow(clippy::print_stderr)]
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use mpquic_netns::topology::{namespaces, unavailable};
@@ -18,22 +17,12 @@ use mpquic_netns::topology::{namespaces, unavailable};
 mod common;
 use common::Scratch;
 
-const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+const LAB: &str = env!("CARGO_BIN_EXE_lab");
 
 #[test]
 #[ignore = "needs root"]
 fn mpquic_and_mptcp_aggregate_pb_low() {
     assert_eq!(unavailable(), None, "the namespace testbed cannot run here");
-    let bulk = Path::new(XTASK)
-        .parent()
-        .map(|d| d.join("examples").join("bulk"))
-        .unwrap_or_default();
-    assert!(
-        bulk.is_file(),
-        "{} is missing (`cargo test --workspace` or `cargo build -p mpquic --example bulk` \
-         builds it)",
-        bulk.display()
-    );
     // MPTCP needs a kernel with it compiled in and switched on (net.mptcp.enabled = 1).
     let mptcp =
         std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|v| v.trim() == "1");
@@ -42,7 +31,7 @@ fn mpquic_and_mptcp_aggregate_pb_low() {
     }
     let peers = if mptcp { "mpquic,mptcp" } else { "mpquic" };
     let out = Scratch(std::env::temp_dir().join(format!("mq-peers-test-{}", std::process::id())));
-    let child = Command::new(XTASK)
+    let child = Command::new(LAB)
         .args([
             "peers",
             "bulk",
@@ -113,7 +102,7 @@ fn mpquic_and_mptcp_aggregate_pb_low() {
     let ran: Vec<&str> = records.iter().filter_map(|r| r["peer"].as_str()).collect();
     assert_eq!(ran, expected);
 
-    // The testbed is gone: no namespace of that xtask process is left.
+    // The testbed is gone: no namespace of that lab process is left.
     let prefix = format!("mq{pid}x");
     let left: Vec<String> = namespaces()
         .expect("ip netns list")

@@ -13,7 +13,7 @@ use std::error::Error;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use mpquic::{Config, Connection, Endpoint, PathStatus};
+use mpquic_core::{Config, Connection, Endpoint, PathStatus};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

@@ -32,7 +32,7 @@ use mpquic_replay::LoadReport;
 use mpquic_sched::sim::Scenario;
 use mpquic_sched::SchedulerKind;
 
-use crate::Failure;
+use crate::{bins, Failure};
 pub use raw::Record;
 
 /// The issue's eight presets, plus `lte` (LTE and 3G paths) for issue 7's rows.
@@ -105,6 +105,10 @@ pub struct ExperimentArgs {
     /// Output directory (default: target/experiment).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// How page_client is built: release (as measurements should be), or dev, the one next
+    /// to this binary, built already (for quick checks: the tests).
+    #[arg(long, value_enum, default_value = "release")]
+    profile: bins::Profile,
     /// Run nothing: write the summary, report and charts from what raw.jsonl already holds
     /// for this matrix (cells may then have fewer loads than --reps).
     #[arg(long)]
@@ -378,10 +382,6 @@ impl Job<'_> {
     }
 }
 
-pub(crate) fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
-}
-
 /// The command line as a user would type it.
 fn command_line() -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -389,11 +389,11 @@ fn command_line() -> String {
 }
 
 fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
-    let root = crate::ci::workspace_root();
+    let root = crate::workspace_root();
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| target_dir(&root).join("experiment"));
+        .unwrap_or_else(|| crate::target_dir().join("experiment"));
     let scenario_names: Vec<String> = if !args.scenarios.is_empty() {
         args.scenarios.clone()
     } else if args.quick {
@@ -499,31 +499,6 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
     })
 }
 
-/// Builds the page client and returns its path.
-fn build_page_client(root: &Path) -> Result<PathBuf, Failure> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("experiment: cargo build --release --example page_client");
-    let status = Command::new(cargo)
-        .args(["build", "--release", "--example", "page_client"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| Failure::Experiment(format!("cannot run cargo: {e}")))?;
-    if !status.success() {
-        return Err(Failure::Experiment(format!(
-            "cargo build --release --example page_client failed ({status})"
-        )));
-    }
-    let bin = target_dir(root)
-        .join("release")
-        .join("examples")
-        .join("page_client");
-    if !bin.is_file() {
-        return Err(Failure::Experiment(format!("{} is missing", bin.display())));
-    }
-    Ok(bin)
-}
-
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -568,10 +543,10 @@ fn clean_up_after(pid: u32) {
     let _ = mpquic_netns::topology::remove_stale_namespaces();
 }
 
-/// The programs a load runs: the page client, and this xtask for `peers page` (tquic).
+/// The programs a load runs: the page client, and this lab binary for `peers page` (tquic).
 struct Programs {
     page_client: PathBuf,
-    xtask: PathBuf,
+    lab: PathBuf,
 }
 
 impl Programs {
@@ -579,7 +554,7 @@ impl Programs {
     fn command(&self, plan: &Plan, job: &Job<'_>) -> Command {
         let v = &job.variant;
         if v.kind == VariantKind::Tquic {
-            let mut cmd = Command::new(&self.xtask);
+            let mut cmd = Command::new(&self.lab);
             cmd.args(["peers", "page", "--scenario", job.scenario.name, "--har"])
                 .arg(&job.page.har)
                 .args([
@@ -749,7 +724,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         jobs.len(),
         plan.mode_note
     );
-    let root = crate::ci::workspace_root();
+    let root = crate::workspace_root();
     if args.report_only && !jobs.is_empty() {
         eprintln!(
             "experiment: --report-only: {} run(s) of this matrix are not in raw.jsonl and are left out",
@@ -757,9 +732,9 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         );
     } else if !jobs.is_empty() {
         let programs = Programs {
-            page_client: build_page_client(&root)?,
-            xtask: std::env::current_exe()
-                .map_err(|e| Failure::Experiment(format!("cannot find this xtask: {e}")))?,
+            page_client: bins::binary("page_client", args.profile).map_err(Failure::Experiment)?,
+            lab: std::env::current_exe()
+                .map_err(|e| Failure::Experiment(format!("cannot find this lab binary: {e}")))?,
         };
         let bar = ProgressBar::new(jobs.len() as u64);
         if let Ok(style) = ProgressStyle::with_template(
@@ -831,7 +806,7 @@ mod tests {
     fn a_hung_failed_or_garbled_page_client_is_a_failed_record() {
         let dir = std::env::temp_dir().join(format!("mq-exp-job-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let root = crate::ci::workspace_root();
+        let root = crate::workspace_root();
         let pages = pages::resolve(&["bing-2013".to_owned()], &root, &dir).unwrap();
         let plan = Plan {
             scenarios: vec![Scenario::by_name("pb-low").unwrap()],
@@ -857,7 +832,7 @@ mod tests {
         };
         let programs = |bin: &Path| Programs {
             page_client: bin.to_path_buf(),
-            xtask: bin.to_path_buf(),
+            lab: bin.to_path_buf(),
         };
         let hung = script(&dir, "hung", "exec sleep 30");
         let failing = script(&dir, "failing", "echo 'page_client: no route' >&2; exit 1");

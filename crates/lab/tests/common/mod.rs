@@ -1,4 +1,4 @@
-//! What the xtask integration tests share.
+//! What the lab's integration tests share.
 
 use std::path::PathBuf;
 
