@@ -23,6 +23,7 @@
 #![allow(clippy::print_stdout)]
 
 mod bins;
+pub mod bulk;
 mod calibrate;
 mod demo;
 mod experiment;
