@@ -1,16 +1,16 @@
-//! A sha256-checked one-stream transfer, shared by `examples/bulk.rs` and `benches/loopback.rs`.
+//! A sha256-checked one-stream transfer: the lab's `bulk` and `soak`, the peers' quinn, noq and
+//! MPTCP harnesses, and `benches/loopback.rs` all run this code.
 //!
 //! The client writes `len` bytes of deterministic pseudo-random data on one stream and finishes
 //! it; the server hashes what arrives and answers with the 32-byte sha256 digest. The stream
 //! functions are generic over tokio's `AsyncWrite`/`AsyncRead`, so mpquic's streams and plain
 //! quinn's run exactly the same code.
 
-// Each user (example, bench) needs only some of these.
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::error::Error;
+use std::io::Write as _;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mpquic_core::{Config, Connection, Endpoint, PathStatus};
@@ -56,6 +56,16 @@ impl Payload {
         buf.truncate(n);
         self.remaining -= n as u64;
         true
+    }
+
+    /// Writes the rest of the payload to the file `path` (tquic serves it from there).
+    pub fn write_to(mut self, path: &Path) -> std::io::Result<()> {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        let mut buf = Vec::with_capacity(BLOCK);
+        while self.next_block(&mut buf) {
+            file.write_all(&buf)?;
+        }
+        file.flush()
     }
 
     /// The sha256 of the `len` bytes from `seed`.

@@ -2,11 +2,12 @@
 //! quinn-server|quinn-client|noq-server|noq-client|mptcp-server|mptcp-client` (hidden; `peers
 //! bulk` starts them inside the testbed's namespaces).
 //!
-//! The same exchange as `examples/bulk.rs`: the client opens one bidirectional stream, writes
-//! `--size` bytes of deterministic pseudo-random data and finishes it; the server hashes what
-//! arrives and answers with the sha256; the client compares it with its own and prints one
-//! JSON line `{"bytes", "seconds", "goodput_mbps", "sha256_match", "paths"}`, timed from
-//! opening the stream to the digest's arrival. The server writes its self-signed certificate
+//! The exchange of the lab's `bulk`, run by the same code ([`crate::transfer`]): the client
+//! opens one bidirectional stream, writes `--size` bytes of deterministic pseudo-random data
+//! ([`SEED`]) and finishes it; the server hashes what arrives and answers with the sha256; the
+//! client compares it with its own and prints one JSON line `{"bytes", "seconds",
+//! "goodput_mbps", "sha256_match", "paths"}`, timed from opening the stream to the digest's
+//! arrival. The server writes its self-signed certificate
 //! (DER) to `--cert` before it prints `listening on ADDR`; the client trusts only that.
 //!
 //! - quinn 0.11, one connection from `--local` to `--remote`.
@@ -14,8 +15,8 @@
 //!   the first `--remote` and opens one more path to each further one with
 //!   `Connection::open_path` (status available); noq decides how the stream's bytes go over
 //!   them. Both ends allow as many concurrent paths as there are remotes.
-//! - Linux MPTCP: plain blocking sockets opened with `IPPROTO_MPTCP` (socket2), optionally
-//!   with `TCP_CONGESTION`; the kernel's path manager adds the subflows from the client
+//! - Linux MPTCP: TCP sockets opened with `IPPROTO_MPTCP` (socket2), optionally with
+//!   `TCP_CONGESTION`; the kernel's path manager adds the subflows from the client
 //!   namespace's `subflow` endpoints. No certificate; timed from the established connection
 //!   to the digest.
 
@@ -27,13 +28,12 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::transfer::{hash_stream, send_payload, BoxError, Payload};
 
-/// Bytes per write and per read.
-const BLOCK: usize = 64 * 1024;
+/// The payload's seed, the same for every peer (tquic's served file too).
+pub const SEED: u64 = 1;
 /// How long a server waits for the client to close after answering.
 const LINGER: Duration = Duration::from_secs(5);
 
@@ -136,15 +136,6 @@ enum Role {
 
 /// Runs a harness role to its end.
 pub fn run(args: &HarnessArgs) -> Result<(), String> {
-    match &args.role {
-        Role::MptcpServer { listen, cc } => {
-            return mptcp_server(*listen, cc.as_deref()).map_err(|e| e.to_string())
-        }
-        Role::MptcpClient { remote, size, cc } => {
-            return mptcp_client(*remote, *size, cc.as_deref()).map_err(|e| e.to_string())
-        }
-        _ => {}
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -180,96 +171,26 @@ async fn role(role: &Role) -> Result<(), BoxError> {
             size,
             control,
         } => noq_client(remote, cert, *size, *control).await,
-        Role::MptcpServer { .. } | Role::MptcpClient { .. } => {
-            Err("the MPTCP harness is not async".into())
-        }
+        Role::MptcpServer { listen, cc } => mptcp_server(*listen, cc.as_deref()).await,
+        Role::MptcpClient { remote, size, cc } => mptcp_client(*remote, *size, cc.as_deref()).await,
     }
 }
 
-/// Deterministic pseudo-random bytes (xorshift64 words), block by block.
-pub struct Payload {
-    state: u64,
-    remaining: u64,
-}
-
-impl Payload {
-    fn new(len: u64) -> Self {
-        Self {
-            state: 0x2545_F491_4F6C_DD1D,
-            remaining: len,
-        }
-    }
-
-    fn fill(&mut self, buf: &mut Vec<u8>) -> bool {
-        buf.clear();
-        let n = self.remaining.min(BLOCK as u64) as usize;
-        while buf.len() < n {
-            self.state ^= self.state << 13;
-            self.state ^= self.state >> 7;
-            self.state ^= self.state << 17;
-            buf.extend_from_slice(&self.state.to_le_bytes());
-        }
-        buf.truncate(n);
-        self.remaining -= n as u64;
-        n > 0
-    }
-
-    /// All `len` bytes at once (tquic serves them from a file).
-    pub fn bytes(len: u64) -> Vec<u8> {
-        let mut payload = Self::new(len);
-        let mut all = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-        let mut buf = Vec::with_capacity(BLOCK);
-        while payload.fill(&mut buf) {
-            all.extend_from_slice(&buf);
-        }
-        all
-    }
-
-    fn sha256(len: u64) -> [u8; 32] {
-        let mut payload = Self::new(len);
-        let mut hasher = Sha256::new();
-        let mut buf = Vec::with_capacity(BLOCK);
-        while payload.fill(&mut buf) {
-            hasher.update(&buf);
-        }
-        hasher.finalize().into()
-    }
-}
-
-/// Client side: sends the payload, returns the time to the digest and whether it matched;
-/// `paths` (the transport's per-path statistics, or null) is called at the end for the report.
+/// Client side: sends the payload, prints the JSON line (with `paths`, the transport's
+/// per-path statistics, unless null) and fails if the digests differ.
 async fn send_and_check<W, R>(
     send: &mut W,
     recv: &mut R,
     size: u64,
     paths: impl FnOnce() -> Value,
-) -> Result<f64, BoxError>
+) -> Result<(), BoxError>
 where
     W: AsyncWrite + Unpin,
     R: AsyncRead + Unpin,
 {
-    let expected = Payload::sha256(size);
+    let expected = Payload::digest(SEED, size);
     let start = Instant::now();
-    let mut payload = Payload::new(size);
-    let mut buf = Vec::with_capacity(BLOCK);
-    while payload.fill(&mut buf) {
-        send.write_all(&buf).await?;
-    }
-    send.shutdown().await?;
-    let mut digest = Vec::with_capacity(32);
-    recv.take(64).read_to_end(&mut digest).await?;
-    report(size, start, &digest, &expected, paths())
-}
-
-/// Prints the client's JSON line (with `paths` unless null); the time, or an error if the
-/// digests differ.
-fn report(
-    size: u64,
-    start: Instant,
-    digest: &[u8],
-    expected: &[u8; 32],
-    paths: Value,
-) -> Result<f64, BoxError> {
+    let digest = send_payload(send, recv, SEED, size, None).await?;
     let seconds = start.elapsed().as_secs_f64();
     let matched = digest == expected;
     let mut line = json!({
@@ -278,36 +199,16 @@ fn report(
         "goodput_mbps": size as f64 * 8.0 / seconds.max(1e-9) / 1e6,
         "sha256_match": matched,
     });
+    let paths = paths();
     if !paths.is_null() {
         line["paths"] = paths;
     }
     println!("{line}");
     if matched {
-        Ok(seconds)
+        Ok(())
     } else {
         Err("sha256 mismatch".into())
     }
-}
-
-/// Server side: hashes the stream and answers the digest.
-async fn hash_and_answer<R, W>(recv: &mut R, send: &mut W) -> Result<(), BoxError>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; BLOCK];
-    loop {
-        let n = recv.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let digest: [u8; 32] = hasher.finalize().into();
-    send.write_all(&digest).await?;
-    send.shutdown().await?;
-    Ok(())
 }
 
 /// A fresh self-signed certificate for `localhost`, written to `path` (DER).
@@ -370,7 +271,7 @@ macro_rules! serve_one {
         let incoming = endpoint.accept().await.ok_or("endpoint closed")?;
         let conn = incoming.await?;
         let (mut send, mut recv) = conn.accept_bi().await?;
-        hash_and_answer(&mut recv, &mut send).await?;
+        hash_stream(&mut recv, &mut send).await?;
         let _ = tokio::time::timeout(LINGER, conn.closed()).await;
         Ok(())
     }};
@@ -384,7 +285,7 @@ macro_rules! send_one {
         let outcome = send_and_check(&mut send, &mut recv, $size, $paths).await;
         $conn.close(0u32.into(), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(2), $endpoint.wait_idle()).await;
-        outcome.map(|_| ())
+        outcome
     }};
 }
 
@@ -495,50 +396,29 @@ fn mptcp_socket(cc: Option<&str>) -> Result<socket2::Socket, BoxError> {
             .set_tcp_congestion(cc.as_bytes())
             .map_err(|e| format!("TCP_CONGESTION {cc}: {e}"))?;
     }
+    // tokio takes the socket over.
+    socket.set_nonblocking(true)?;
     Ok(socket)
 }
 
-fn mptcp_server(listen: SocketAddr, cc: Option<&str>) -> Result<(), BoxError> {
-    use std::io::{Read, Write};
+async fn mptcp_server(listen: SocketAddr, cc: Option<&str>) -> Result<(), BoxError> {
     let socket = mptcp_socket(cc)?;
     socket.set_reuse_address(true)?;
     socket.bind(&listen.into())?;
     socket.listen(1)?;
+    let listener = tokio::net::TcpListener::from_std(socket.into())?;
     listening(listen);
-    let (conn, _) = socket.accept()?;
-    let mut stream: std::net::TcpStream = conn.into();
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; BLOCK];
-    loop {
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let digest: [u8; 32] = hasher.finalize().into();
-    stream.write_all(&digest)?;
-    stream.shutdown(std::net::Shutdown::Write)?;
-    // Until the client has read it and closed.
-    stream.set_read_timeout(Some(LINGER))?;
-    let _ = stream.read(&mut buf);
+    let (mut stream, _) = listener.accept().await?;
+    let (mut recv, mut send) = stream.split();
+    hash_stream(&mut recv, &mut send).await?;
+    // Until the client has read the digest and closed.
+    let _ = tokio::time::timeout(LINGER, recv.read(&mut [0u8; 1])).await;
     Ok(())
 }
 
-fn mptcp_client(remote: SocketAddr, size: u64, cc: Option<&str>) -> Result<(), BoxError> {
-    use std::io::{Read, Write};
-    let expected = Payload::sha256(size);
-    let socket = mptcp_socket(cc)?;
-    socket.connect(&remote.into())?;
-    let mut stream: std::net::TcpStream = socket.into();
-    let start = Instant::now();
-    let mut payload = Payload::new(size);
-    let mut buf = Vec::with_capacity(BLOCK);
-    while payload.fill(&mut buf) {
-        stream.write_all(&buf)?;
-    }
-    stream.shutdown(std::net::Shutdown::Write)?;
-    let mut digest = Vec::with_capacity(32);
-    (&mut stream).take(64).read_to_end(&mut digest)?;
-    report(size, start, &digest, &expected, Value::Null).map(|_| ())
+async fn mptcp_client(remote: SocketAddr, size: u64, cc: Option<&str>) -> Result<(), BoxError> {
+    let socket = tokio::net::TcpSocket::from_std_stream(mptcp_socket(cc)?.into());
+    let mut stream = socket.connect(remote).await?;
+    let (mut recv, mut send) = stream.split();
+    send_and_check(&mut send, &mut recv, size, || Value::Null).await
 }

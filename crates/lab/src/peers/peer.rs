@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::bed::{addrs, Bed, Proc};
-use super::harness::Payload;
+use super::harness::SEED;
+use crate::transfer::Payload;
 
 /// Longest a server may take to say it listens.
 const READY: Duration = Duration::from_secs(15);
@@ -563,7 +564,8 @@ fn served_file(path: &Path, size: u64) -> Result<[u8; 32], String> {
         .map(|m| m.len() != size)
         .unwrap_or(true);
     if fresh {
-        std::fs::write(path, Payload::bytes(size))
+        Payload::new(SEED, size)
+            .write_to(path)
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     file_sha256(path)
