@@ -377,25 +377,66 @@ pub(super) fn last_json(text: &str, what: &str) -> Result<Value, String> {
         .and_then(|l| serde_json::from_str(l).map_err(|e| format!("{what}: bad JSON {l:?}: {e}")))
 }
 
+/// How a server shows that it is ready for its client.
+enum Ready {
+    /// It prints this.
+    Prints(&'static str),
+    /// It prints nothing: the client starts after this pause.
+    After(Duration),
+}
+
+impl Job<'_> {
+    /// The harness `role` (`lab peers harness ROLE`) on `side`.
+    fn harness(&self, side: Side, role: &str) -> Command {
+        let mut command = self.bed.exec(side, &self.tools.harness);
+        command.args(["peers", "harness", role]);
+        command
+    }
+
+    /// The run's one exchange: starts `server`, and once it is `ready` runs `client` to its
+    /// end within the job's limit; returns the client's stdout. The server is killed when
+    /// this returns. Both are `(command, name for messages)`.
+    fn exchange(
+        &self,
+        server: (Command, &str),
+        ready: Ready,
+        client: (Command, &str),
+    ) -> Result<String, String> {
+        let mut server = Proc::spawn(server.0, server.1)?;
+        match ready {
+            Ready::Prints(needle) => server.wait_for(needle, READY)?,
+            Ready::After(pause) => std::thread::sleep(pause),
+        }
+        let (out, _) = Proc::spawn(client.0, client.1)?.finish(self.limit)?;
+        Ok(out)
+    }
+
+    /// The client's last JSON line as a measurement of the job's `size` bytes.
+    fn measured(&self, out: &str, what: &str) -> Result<Measured, String> {
+        let line = last_json(out, what)?;
+        Ok(Measured {
+            bytes: self.size,
+            seconds: line["seconds"]
+                .as_f64()
+                .ok_or_else(|| format!("{what}: no seconds"))?,
+            verified: line["sha256_match"].as_bool() == Some(true),
+            detail: line,
+        })
+    }
+}
+
 fn mpquic(job: &Job) -> Result<Measured, String> {
-    let Job {
-        bed,
-        tools,
-        variant,
-        size,
-        port,
-        limit,
-    } = *job;
-    let cert = bed.scratch().join(format!("mpquic-{port}.der"));
+    let (variant, port) = (job.variant, job.port);
+    let cert = job.bed.scratch().join(format!("mpquic-{port}.der"));
     let servers = joined(
         variant
             .paths
             .iter()
             .map(|&k| format!("{}:{port}", addrs(k).1)),
     );
-    let clients = joined(variant.paths.iter().map(|&k| format!("{}:0", addrs(k).0)));
+    let clients = joined(variant.paths.iter().map(|&k| addrs(k).0));
     let (scheduler, cc) = (flag(variant, "scheduler"), flag(variant, "cc"));
-    let timeout = format!("{}s", limit.as_secs());
+    let timeout = format!("{}s", job.limit.as_secs());
     let common = |command: &mut Command| {
         command.args(["--scheduler", scheduler, "--cc", cc, "--timeout", &timeout]);
         command.args(initial_window_args(variant));
@@ -407,154 +448,85 @@ fn mpquic(job: &Job) -> Result<Measured, String> {
         }
         command.arg("--cert").arg(&cert);
     };
-    let mut server = bed.exec(Side::Server, &tools.bulk);
+    let mut server = job.bed.exec(Side::Server, &job.tools.bulk);
     server.args(["--role", "server", "--local", &servers, "--sessions", "1"]);
     common(&mut server);
-    let mut server = Proc::spawn(server, "bulk server")?;
-    server.wait_for("listening", READY)?;
-    let mut client = bed.exec(Side::Client, &tools.bulk);
+    let mut client = job.bed.exec(Side::Client, &job.tools.bulk);
     client.args([
         "--role", "client", "--local", &clients, "--remote", &servers,
     ]);
-    client.args(["--size", &size.to_string()]);
+    client.args(["--size", &job.size.to_string()]);
     common(&mut client);
-    let (out, _) = Proc::spawn(client, "bulk client")?.finish(limit)?;
-    let line = last_json(&out, "bulk client")?;
-    let verified = line["sha256_match"].as_bool() == Some(true);
-    let seconds = line["seconds"].as_f64().ok_or("bulk client: no seconds")?;
-    drop(server);
-    Ok(Measured {
-        bytes: size,
-        seconds,
-        verified,
-        detail: line,
-    })
+    let out = job.exchange(
+        (server, "bulk server"),
+        Ready::Prints("listening"),
+        (client, "bulk client"),
+    )?;
+    job.measured(&out, "bulk client")
 }
 
-fn harness_server(
-    bed: &Bed,
-    tools: &Tools,
-    role: &str,
-    listen: &str,
-    cert: &Path,
-    variant: &Variant,
-) -> Result<Proc, String> {
-    let mut server = bed.exec(Side::Server, &tools.harness);
-    server.args(["peers", "harness", role, "--listen", listen]);
-    server.args(["--cc", flag(variant, "cc")]);
-    server.args(initial_window_args(variant));
-    server.arg("--cert").arg(cert);
-    let mut server = Proc::spawn(server, role)?;
-    server.wait_for("listening on", READY)?;
-    Ok(server)
+/// One transfer between the harnesses `{name}-server` and `{name}-client`, each given its own
+/// arguments and `shared` ones.
+fn harness_pair(
+    job: &Job,
+    name: &str,
+    server_args: &[String],
+    client_args: &[String],
+    shared: &[String],
+) -> Result<Measured, String> {
+    let (server_role, client_role) = (format!("{name}-server"), format!("{name}-client"));
+    let mut server = job.harness(Side::Server, &server_role);
+    server.args(server_args).args(shared);
+    let mut client = job.harness(Side::Client, &client_role);
+    client.args(client_args).args(shared);
+    client.args(["--size", &job.size.to_string()]);
+    let out = job.exchange(
+        (server, &server_role),
+        Ready::Prints("listening on"),
+        (client, &client_role),
+    )?;
+    job.measured(&out, &client_role)
 }
 
-fn harness_result(out: &str, what: &str, size: u64) -> Result<Measured, String> {
-    let line = last_json(out, what)?;
-    Ok(Measured {
-        bytes: size,
-        seconds: line["seconds"]
-            .as_f64()
-            .ok_or_else(|| format!("{what}: no seconds"))?,
-        verified: line["sha256_match"].as_bool() == Some(true),
-        detail: line,
-    })
+/// `--cc CC [--initial-window BYTES] --cert CERT` of the quinn or noq harness `name`.
+fn quic_control(job: &Job, name: &str, cc: &str) -> Vec<String> {
+    let cert = job.bed.scratch().join(format!("{name}-{}.der", job.port));
+    let mut args = vec!["--cc".to_owned(), cc.to_owned()];
+    args.extend(initial_window_args(job.variant));
+    args.extend(["--cert".to_owned(), cert.display().to_string()]);
+    args
 }
 
 fn quinn(job: &Job) -> Result<Measured, String> {
-    let Job {
-        bed,
-        tools,
-        variant,
-        size,
-        port,
-        limit,
-    } = *job;
-    let k = variant.paths[0];
-    let (c, s) = addrs(k);
-    let cert = bed.scratch().join(format!("quinn-{port}.der"));
-    let cc = flag(variant, "cc");
-    let server = harness_server(
-        bed,
-        tools,
-        "quinn-server",
-        &format!("{s}:{port}"),
-        &cert,
-        variant,
-    )?;
-    let mut client = bed.exec(Side::Client, &tools.harness);
-    client.args(["peers", "harness", "quinn-client", "--cc", cc]);
-    client.args(initial_window_args(variant));
-    client.args([
-        "--local",
-        &format!("{c}:0"),
-        "--remote",
-        &format!("{s}:{port}"),
-    ]);
-    client
-        .args(["--size", &size.to_string()])
-        .arg("--cert")
-        .arg(&cert);
-    let (out, _) = Proc::spawn(client, "quinn client")?.finish(limit)?;
-    drop(server);
-    harness_result(&out, "quinn client", size)
+    let (c, s) = addrs(job.variant.paths[0]);
+    let remote = format!("{s}:{}", job.port);
+    let control = quic_control(job, "quinn", flag(job.variant, "cc"));
+    let server = [format!("--listen={remote}")];
+    let client = [format!("--local={c}:0"), format!("--remote={remote}")];
+    harness_pair(job, "quinn", &server, &client, &control)
 }
 
 fn noq(job: &Job) -> Result<Measured, String> {
-    let Job {
-        bed,
-        tools,
-        variant,
-        size,
-        port,
-        limit,
-    } = *job;
-    let cert = bed.scratch().join(format!("noq-{port}.der"));
+    let port = job.port;
     // The flags record noq's names; the harness calls BBRv3 `bbr`.
-    let cc = match flag(variant, "cc") {
+    let cc = match flag(job.variant, "cc") {
         "bbr3" => "bbr",
         other => other,
     };
-    let paths = variant.paths.len().to_string();
-    let mut server = bed.exec(Side::Server, &tools.harness);
-    server.args([
-        "peers",
-        "harness",
-        "noq-server",
-        "--cc",
-        cc,
-        "--paths",
-        &paths,
-    ]);
-    server.args(initial_window_args(variant));
-    server.args(["--listen", &format!("0.0.0.0:{port}")]);
-    server.arg("--cert").arg(&cert);
-    let mut server = Proc::spawn(server, "noq-server")?;
-    server.wait_for("listening on", READY)?;
-    let remotes = joined(
-        variant
-            .paths
-            .iter()
-            .map(|&k| format!("{}:{port}", addrs(k).1)),
-    );
-    let mut client = bed.exec(Side::Client, &tools.harness);
-    client.args([
-        "peers",
-        "harness",
-        "noq-client",
-        "--cc",
-        cc,
-        "--remote",
-        &remotes,
-    ]);
-    client.args(initial_window_args(variant));
-    client
-        .args(["--size", &size.to_string()])
-        .arg("--cert")
-        .arg(&cert);
-    let (out, _) = Proc::spawn(client, "noq client")?.finish(limit)?;
-    drop(server);
-    harness_result(&out, "noq client", size)
+    let control = quic_control(job, "noq", cc);
+    let paths = &job.variant.paths;
+    let server = [
+        format!("--paths={}", paths.len()),
+        format!("--listen=0.0.0.0:{port}"),
+    ];
+    let remotes = joined(paths.iter().map(|&k| format!("{}:{port}", addrs(k).1)));
+    harness_pair(
+        job,
+        "noq",
+        &server,
+        &[format!("--remote={remotes}")],
+        &control,
+    )
 }
 
 /// Writes the harnesses' `size`-byte payload to `path` (unless a file of that size is
@@ -587,17 +559,10 @@ fn number_after(text: &str, key: &str) -> Option<f64> {
 }
 
 fn tquic(job: &Job) -> Result<Measured, String> {
-    let Job {
-        bed,
-        tools,
-        variant,
-        size,
-        port,
-        limit,
-    } = *job;
-    let (server_bin, client_bin) = tools.tquic.clone()?;
-    let root = bed.scratch().join("tquic-root");
-    let dump = bed.scratch().join(format!("tquic-dump-{port}"));
+    let (variant, port, size) = (job.variant, job.port, job.size);
+    let (server_bin, client_bin) = job.tools.tquic.clone()?;
+    let root = job.bed.scratch().join("tquic-root");
+    let dump = job.bed.scratch().join(format!("tquic-dump-{port}"));
     for dir in [&root, &dump] {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
@@ -622,25 +587,25 @@ fn tquic(job: &Job) -> Result<Measured, String> {
     // Bound to the address the client connects to: bound to 0.0.0.0, tquic_server answers a
     // further path's PATH_CHALLENGE in a way the client never validates, and everything
     // goes over the first path.
-    let mut server = bed.exec(Side::Server, &server_bin);
+    let mut server = job.bed.exec(Side::Server, &server_bin);
     server.args(["--listen", &format!("{first}:{port}")]);
     server.arg("--cert").arg(&cert).arg("--key").arg(&key);
     server.arg("--root").arg(&root);
     protocol(&mut server);
-    let server = Proc::spawn(server, "tquic_server")?;
-    // tquic_server prints nothing when it is ready; UDP needs no accept, so a short pause
-    // (and checking that it has not died) is enough.
-    std::thread::sleep(Duration::from_millis(500));
     let locals = joined(variant.paths.iter().map(|&k| addrs(k).0));
-    let mut client = bed.exec(Side::Client, &client_bin);
+    let mut client = job.bed.exec(Side::Client, &client_bin);
     client.args(["--connect-to", &format!("{first}:{port}")]);
     client.args(["--local-addresses", &locals]);
     client.arg("--dump-dir").arg(&dump);
     protocol(&mut client);
     client.arg(format!("https://localhost:{port}/{TQUIC_FILE}"));
-    let outcome = Proc::spawn(client, "tquic_client")?.finish(limit);
-    drop(server);
-    let (out, _) = outcome?;
+    // tquic_server prints nothing when it is ready; UDP needs no accept, so a short pause is
+    // enough.
+    let out = job.exchange(
+        (server, "tquic_server"),
+        Ready::After(Duration::from_millis(500)),
+        (client, "tquic_client"),
+    )?;
     let got = dump.join(TQUIC_FILE);
     let received = std::fs::metadata(&got).map(|m| m.len()).unwrap_or(0);
     let verified = received == size && file_sha256(&got)? == expected;
@@ -672,33 +637,14 @@ fn tquic(job: &Job) -> Result<Measured, String> {
 }
 
 fn mptcp(job: &Job) -> Result<Measured, String> {
-    let Job {
-        bed,
-        tools,
-        variant,
-        size,
-        port,
-        limit,
-    } = *job;
-    let remote = format!("{}:{port}", addrs(variant.paths[0]).1);
-    let cc = variant.flags["tcp_congestion"].as_str();
-    let with_cc = |command: &mut Command| {
-        if let Some(cc) = cc {
-            command.args(["--cc", cc]);
-        }
-    };
-    let mut server = bed.exec(Side::Server, &tools.harness);
-    server.args(["peers", "harness", "mptcp-server", "--listen", &remote]);
-    with_cc(&mut server);
-    let mut server = Proc::spawn(server, "mptcp-server")?;
-    server.wait_for("listening on", READY)?;
-    let mut client = bed.exec(Side::Client, &tools.harness);
-    client.args(["peers", "harness", "mptcp-client", "--remote", &remote]);
-    client.args(["--size", &size.to_string()]);
-    with_cc(&mut client);
-    let (out, _) = Proc::spawn(client, "mptcp client")?.finish(limit)?;
-    drop(server);
-    harness_result(&out, "mptcp client", size)
+    let remote = format!("{}:{}", addrs(job.variant.paths[0]).1, job.port);
+    let cc: Vec<String> = job.variant.flags["tcp_congestion"]
+        .as_str()
+        .map(|cc| format!("--cc={cc}"))
+        .into_iter()
+        .collect();
+    let server = [format!("--listen={remote}")];
+    harness_pair(job, "mptcp", &server, &[format!("--remote={remote}")], &cc)
 }
 
 /// The client namespace's default TCP congestion control.
