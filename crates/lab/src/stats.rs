@@ -1,5 +1,9 @@
-//! Statistics over repeated runs: mean, sample standard deviation, and the reduction against a
-//! baseline ((baseline - x) / baseline of the means), as the experiment reports print them.
+//! Statistics over repeated runs: mean and sample standard deviation (`mpquic_replay::Spread`,
+//! with the count), quantiles, and the reduction against a baseline ((baseline - x) / baseline
+//! of the means), as the experiment reports print them. A set with a value that is not finite
+//! has no statistics (`None`): a NaN is a failed measurement, not a number to average.
+
+use mpquic_replay::Spread;
 
 /// The mean and sample standard deviation of a set of measurements.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,26 +19,18 @@ pub struct Summary {
 impl Summary {
     /// Summarizes `values`; `None` when there are none (or any is not finite).
     pub fn of(values: &[f64]) -> Option<Self> {
-        let n = values.len();
-        if n == 0 || values.iter().any(|v| !v.is_finite()) {
-            return None;
-        }
-        let mean = mean(values);
-        let sd = if n == 1 {
-            0.0
-        } else {
-            // Two passes: the deviations are taken from the mean, so there is no cancellation
-            // of large squares (the values here are milliseconds, but be careful anyway).
-            let squares: f64 = values.iter().map(|v| (v - mean).powi(2)).sum();
-            (squares / (n - 1) as f64).sqrt()
-        };
-        Some(Self { mean, sd, n })
+        let Spread { mean, sd } = Spread::of(values)?;
+        Some(Self {
+            mean,
+            sd,
+            n: values.len(),
+        })
     }
 }
 
-/// The arithmetic mean of a non-empty slice.
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
+/// The mean of `values`; `None` when there are none (or any is not finite).
+pub fn mean(values: &[f64]) -> Option<f64> {
+    Summary::of(values).map(|s| s.mean)
 }
 
 /// The `q` quantile (0 to 1) of `values`, interpolated linearly between the nearest ranks (the

@@ -161,7 +161,8 @@ fn mpquic() -> String {
     "mpquic".to_owned()
 }
 
-/// Mean and sample standard deviation (divisor n - 1; 0 for one value).
+/// Mean and sample standard deviation (divisor n - 1; 0 for one value): the one place the
+/// project computes them (the lab's statistics build on it).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Spread {
     /// The mean.
@@ -171,9 +172,10 @@ pub struct Spread {
 }
 
 impl Spread {
-    /// The spread of `values`; `None` when empty.
+    /// The spread of `values`; `None` when there are none or any is not finite (a NaN or an
+    /// infinity is a failed measurement, not a number to average).
     pub fn of(values: &[f64]) -> Option<Self> {
-        if values.is_empty() {
+        if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
             return None;
         }
         let n = values.len() as f64;
@@ -181,6 +183,7 @@ impl Spread {
         let sd = if values.len() < 2 {
             0.0
         } else {
+            // Two passes: deviations from the mean, so large offsets do not cancel.
             (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
         };
         Some(Self { mean, sd })

@@ -12,7 +12,7 @@ use mpquic_sched::sim::{oracle, SimConfig, BASELINE};
 use mpquic_sched::SchedulerKind;
 
 use super::{plot, Plan, Record, Variant, VariantKind};
-use crate::stats::{quantile, reduction_percent, Summary};
+use crate::stats::{self, quantile, reduction_percent, Summary};
 use crate::table::{reduction, summary_cell};
 use crate::Failure;
 
@@ -342,7 +342,7 @@ pub fn headline_section(plan: &Plan, blocks: &[Block]) -> String {
                     if values.is_empty() {
                         "-".to_owned()
                     } else {
-                        pct(Some(values.iter().sum::<f64>() / values.len() as f64))
+                        pct(stats::mean(&values))
                     }
                 })
                 .collect()
@@ -397,7 +397,8 @@ pub fn verdict(blocks: &[Block]) -> String {
             }
             let describe = |list: &[(f64, &str)]| -> Option<String> {
                 let &(top, page) = list.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
-                let mean = list.iter().map(|(r, _)| r).sum::<f64>() / list.len() as f64;
+                let reductions: Vec<f64> = list.iter().map(|(r, _)| *r).collect();
+                let mean = stats::mean(&reductions)?;
                 Some(format!("up to {top:+.1}% ({page}), mean {mean:+.1}%"))
             };
             let (Some(lrf), Some(best), Some(worst)) =
@@ -452,16 +453,16 @@ fn extras_section(blocks: &[Block]) -> String {
                 b.scenario.name,
                 b.page,
                 v.scheduler,
-                mean(cubic.frt()),
-                mean(fld.and_then(Cell::frt)),
+                mean_cell(cubic.frt()),
+                mean_cell(fld.and_then(Cell::frt)),
                 pct(change(fld.and_then(Cell::frt), cubic.frt())),
-                mean(cubic.plt()),
-                mean(fld.and_then(Cell::plt)),
+                mean_cell(cubic.plt()),
+                mean_cell(fld.and_then(Cell::plt)),
                 pct(change(fld.and_then(Cell::plt), cubic.plt())),
                 auto.map_or_else(|| "-".to_owned(), Cell::paths_text),
-                mean(auto.and_then(Cell::frt)),
+                mean_cell(auto.and_then(Cell::frt)),
                 pct(change(auto.and_then(Cell::frt), cubic.frt())),
-                mean(auto.and_then(Cell::plt)),
+                mean_cell(auto.and_then(Cell::plt)),
                 pct(change(auto.and_then(Cell::plt), cubic.plt())),
             );
         }
@@ -492,7 +493,7 @@ fn ablations(
 }
 
 /// A mean in ms to one decimal, or "-".
-fn mean(s: Option<Summary>) -> String {
+fn mean_cell(s: Option<Summary>) -> String {
     s.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s.mean))
 }
 
@@ -500,8 +501,8 @@ fn mean(s: Option<Summary>) -> String {
 fn without_with(without: Option<Summary>, with: Option<Summary>) -> String {
     format!(
         "{} | {} | {}",
-        mean(without),
-        mean(with),
+        mean_cell(without),
+        mean_cell(with),
         pct(change(with, without))
     )
 }
@@ -610,11 +611,10 @@ fn reinjection_section(blocks: &[Block]) -> String {
         "\nPositive: faster with re-injection (the default) than without it, same run. Bytes received twice: of the page's body bytes, over every load with re-injection. First copy ahead: for the chunks received twice, how long before the second copy the first came, mean over the chunks of every load with re-injection (what re-injection saved where its copy came first).\n"
     );
     for (scenario, reductions) in headline {
-        let average = reductions.iter().sum::<f64>() / reductions.len() as f64;
         let _ = writeln!(
             out,
             "- {scenario}: priority-bucket with re-injection against lrf without it, FRT {} on average over {} pages.",
-            pct(Some(average)),
+            pct(stats::mean(&reductions)),
             reductions.len()
         );
     }

@@ -6,7 +6,7 @@ use mpquic_sched::sim::Scenario;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::stats::Summary;
+use crate::stats::{self, Summary};
 
 /// One bulk transfer, as written to `bulk.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ fn queue_ratios(rows: &[&Record]) -> String {
     }
     by_path
         .iter()
-        .filter_map(|(path, ratios)| Summary::of(ratios).map(|s| format!("{path}: {:.2}", s.mean)))
+        .filter_map(|(path, ratios)| stats::mean(ratios).map(|mean| format!("{path}: {mean:.2}")))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -173,7 +173,7 @@ pub fn markdown(records: &[Record], header: &str) -> String {
             }
         }
         for group in groups {
-            let mean = |runs: &[Record]| Summary::of(&fractions(runs)).map(|s| s.mean);
+            let mean = |runs: &[Record]| stats::mean(&fractions(runs));
             let shown = |(variant, runs): (&String, &Vec<Record>)| {
                 mean(runs).map_or_else(
                     || format!("{variant}: no successful run"),
