@@ -1,0 +1,304 @@
+//! Loads a recorded page the way a browser would, over HTTP/3 over mpquic on emulated paths,
+//! and prints one JSON object with its first rendering time and page load time.
+//!
+//! ```text
+//! cargo run --release -p mpquic-lab --bin page_client -- --page youtube.com-2013 --scenario pb-high
+//! cargo run --release -p mpquic-lab --bin page_client -- --page youtube.com-2013 --scenario pb-high --transport quinn
+//! ```
+//!
+//! `--transport quinn` is the baseline: plain quinn (HTTP/3 through h3-quinn, the same
+//! requests and responses) over one of the scenario's paths, by default its better one
+//! (highest rate, then lowest RTT, then lowest index), or `--path K`; no urgency reaches its
+//! transport, as none can through h3-quinn. With mpquic, `--path K` is single-path mpquic on
+//! the scenario's path K alone.
+//!
+//! By default everything runs in this process: a page server on 127.0.0.1, the scenario's
+//! paths as link-emulator relays on loopback in front of it (`--mode loopback`, no root), and
+//! the client, whose path k goes from 127.0.0.(k+1) through relay k. With `--remote ADDR` the
+//! client loads from a running `page_server` instead (its certificate from `--cert`, its
+//! `--transport` the same as here), still through the relays (the responses then follow the
+//! server's `--scheduler`). `--mode netns` (root) runs the server and the client as processes
+//! in the namespace testbed instead, path k from 10.(k+1).0.1 to 10.(k+1).0.2. The document is
+//! requested first; every other object when its recorded initiator has completed, or at its
+//! recorded start after the document's completion (times multiplied by `--time-scale`; 0
+//! requests them all when the document arrives). Each request carries its RFC 9218 `priority`.
+//!
+//! The JSON (`--reps 1`): `page`, `transport` (`mpquic` or `quinn`), `scheduler` (`quinn` for
+//! quinn), `scenario`, `mode`, `paths` (1 for quinn), `frt_ms`, `plt_ms`, `bytes`,
+//! `per_path_bytes` (by the connection's path id; empty for quinn) and `objects` (each with `url`, `key`,
+//! `size`, `bytes`, `status`, `critical`, `urgency`, `requested_ms`, `completed_ms`), and
+//! `link_drops` (by scenario path index: datagrams the emulated links dropped at
+//! their queue and by their random loss, in each direction). With
+//! `--reps N` > 1: `reps`, `frt_ms` and `plt_ms` as `{mean, sd}`, and every load in `runs`.
+//! The exit code is non-zero when a load fails (a timeout, a wrong size, a status other than
+//! 200).
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use mpquic_core::Endpoint;
+use mpquic_replay::{
+    har, load_direct, load_page, load_remote, netns, quinn_server, self_signed, transport_config,
+    Mode, PageServer, RepeatedReport, RunConfig, Transport,
+};
+use rustls::pki_types::CertificateDer;
+
+/// The command line of `page_client`.
+#[derive(Debug, Parser)]
+#[command(about = "Loads a recorded page over HTTP/3 over mpquic on emulated paths")]
+pub struct Args {
+    /// A HAR file to load (overrides --page).
+    #[arg(long)]
+    har: Option<PathBuf>,
+    /// A page of --pages by name (its file name without `.har`).
+    #[arg(long, default_value = "youtube.com-2013")]
+    page: String,
+    /// The directory of recorded pages.
+    #[arg(long, default_value = "pages")]
+    pages: PathBuf,
+    /// Transport: mpquic, or quinn (the baseline: plain quinn with h3-quinn over one path).
+    #[arg(long, default_value = "mpquic")]
+    transport: String,
+    /// Scheduler: priority-bucket, priority-bucket-paper, lrf, sa-ecf, wrr, sec, round-robin
+    /// (mpquic only).
+    #[arg(long, default_value = "priority-bucket")]
+    scheduler: String,
+    /// Scenario preset: pb-low, pb-low-lossy, pb-high, pb-high-lossy, sec-low, sec-low-lossy,
+    /// sec-high, sec-high-lossy, lte.
+    #[arg(long, default_value = "pb-high")]
+    scenario: String,
+    /// Where the emulated links run: loopback (relays, no root) or netns (the namespace
+    /// testbed, root).
+    #[arg(long, default_value = "loopback")]
+    mode: String,
+    /// mpquic's paths: a number (the scenario's first ones; default all of them) or `auto`
+    /// (MEH's model picks from the page size and the paths' configured RTT and rate).
+    #[arg(long, conflicts_with = "path")]
+    paths: Option<String>,
+    /// One of the scenario's paths by index (from 0), alone: single-path mpquic on it, or
+    /// quinn's path (quinn's default: the scenario's better path).
+    #[arg(long)]
+    path: Option<usize>,
+    /// Congestion controller of every path at both ends, as `mpquic_core::CongestionControl` parses
+    /// it: bbr, cubic-hystart, cubic (quinn's), fld, ...
+    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
+    cc: String,
+    /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).
+    #[arg(long)]
+    no_delivery_reports: bool,
+    /// Turns off mpquic's re-injection at both ends (`Config::reinjection`).
+    #[arg(long)]
+    no_reinjection: bool,
+    /// The page server does not tell the transport what each response leads to
+    /// (`PageServer::dependency_hints`).
+    #[arg(long)]
+    no_dependency_hints: bool,
+    /// Loads to make.
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
+    /// Factor on recorded start times (1: as recorded; 0: all when the document arrives).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Seconds one load may take.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// A running page_server's address, instead of a server in this process.
+    #[arg(long)]
+    remote: Option<SocketAddr>,
+    /// The remote server's certificate (DER), as page_server wrote it.
+    #[arg(long, default_value = "/tmp/mpquic-page-cert.der")]
+    cert: PathBuf,
+    /// Netns mode's server role (set by `--mode netns` itself): serve the page on these
+    /// comma-separated addresses in the server namespace.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    serve: Vec<SocketAddr>,
+    /// Netns mode's client role (set by `--mode netns` itself): load from these
+    /// comma-separated server addresses, path k from `--local`'s address k, no relays.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    direct: Vec<SocketAddr>,
+    /// Local addresses for `--direct`, one per path.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    local: Vec<SocketAddr>,
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let file = args
+        .har
+        .clone()
+        .unwrap_or_else(|| args.pages.join(format!("{}.har", args.page)));
+    let page = har::load(&file)?;
+    let mut config = RunConfig::new(&args.scheduler, &args.scenario)?;
+    config.mode = args.mode.parse::<Mode>()?;
+    config.transport = args.transport.parse::<Transport>()?;
+    config.path = args.path;
+    config.congestion = args.cc.parse()?;
+    config.delivery_reports = !args.no_delivery_reports;
+    config.reinjection = !args.no_reinjection;
+    config.dependency_hints = !args.no_dependency_hints;
+    if config.transport == Transport::Quinn && args.paths.is_some() {
+        return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
+    }
+    config.paths = match args.paths.as_deref() {
+        None => config.paths,
+        Some("auto") => {
+            let plan = mpquic_replay::auto_paths(config.scenario, page.total_bytes())?;
+            eprintln!(
+                "page_client: MEH picks {} connection(s) for {} bytes: {} path(s)",
+                plan.connections,
+                page.total_bytes(),
+                plan.paths
+            );
+            plan.paths
+        }
+        Some(n) => n.parse().map_err(|e| format!("--paths {n:?}: {e}"))?,
+    };
+    let indices = config.path_indices()?;
+    config.load.time_scale = args.time_scale;
+    config.load.timeout = Duration::try_from_secs_f64(args.timeout)
+        .map_err(|e| format!("--timeout {}: {e}", args.timeout))?;
+    if args.reps == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    if !args.serve.is_empty() {
+        return serve(&page, &args).await;
+    }
+    if !args.direct.is_empty() {
+        let cert = CertificateDer::from(
+            std::fs::read(&args.cert)
+                .map_err(|e| format!("cannot read {}: {e}", args.cert.display()))?,
+        );
+        config.mode = Mode::Netns;
+        let report = load_direct(&page, &config, &args.local, &args.direct, cert).await?;
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string(&report)?
+        );
+        return Ok(());
+    }
+    if config.transport == Transport::Quinn {
+        eprintln!(
+            "page_client: quinn over {}'s path {}",
+            config.scenario.name, indices[0]
+        );
+    }
+    if config.mode == Mode::Netns {
+        let exe = std::env::current_exe()?;
+        let file = file.canonicalize()?;
+        let mut common = vec![
+            "--har".to_owned(),
+            file.display().to_string(),
+            "--transport".to_owned(),
+            config.transport.name().to_owned(),
+            "--scheduler".to_owned(),
+            args.scheduler.clone(),
+            "--scenario".to_owned(),
+            args.scenario.clone(),
+            "--cc".to_owned(),
+            args.cc.clone(),
+        ];
+        if args.no_delivery_reports {
+            common.push("--no-delivery-reports".to_owned());
+        }
+        if args.no_reinjection {
+            common.push("--no-reinjection".to_owned());
+        }
+        if args.no_dependency_hints {
+            common.push("--no-dependency-hints".to_owned());
+        }
+        match (config.path, config.transport) {
+            (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
+            (None, Transport::Quinn) => {}
+            (None, Transport::Mpquic) => {
+                common.extend(["--paths".to_owned(), config.paths.to_string()]);
+            }
+        }
+        let mut client = common.clone();
+        client.extend([
+            "--time-scale".to_owned(),
+            args.time_scale.to_string(),
+            "--timeout".to_owned(),
+            args.timeout.to_string(),
+        ]);
+        // Blocking: the testbed and the child processes are driven from this thread.
+        let runs = tokio::task::block_in_place(|| {
+            netns::load_netns(&exe, &config, &common, &client, args.reps)
+        })?;
+        return print_runs(runs);
+    }
+    let cert = match args.remote {
+        Some(_) => Some(CertificateDer::from(
+            std::fs::read(&args.cert)
+                .map_err(|e| format!("cannot read {}: {e}", args.cert.display()))?,
+        )),
+        None => None,
+    };
+    let mut runs = Vec::with_capacity(args.reps);
+    for _ in 0..args.reps {
+        let report = match (args.remote, &cert) {
+            (Some(server), Some(cert)) => load_remote(&page, &config, server, cert.clone()).await?,
+            _ => load_page(&page, &config).await?,
+        };
+        runs.push(report);
+    }
+    print_runs(runs)
+}
+
+/// Prints one load's JSON, or the repeated report of several.
+fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::error::Error>> {
+    let json = if runs.len() == 1 {
+        serde_json::to_string(&runs[0])?
+    } else {
+        serde_json::to_string(&RepeatedReport::new(runs).ok_or("no loads")?)?
+    };
+    // A closed pipe (`| head`) is not worth a panic.
+    let _ = writeln!(std::io::stdout().lock(), "{json}");
+    Ok(())
+}
+
+/// Netns mode's server role: serves `page` until killed, after writing its certificate.
+async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let server =
+        PageServer::new(std::slice::from_ref(page))?.dependency_hints(!args.no_dependency_hints);
+    let (cert, key) = self_signed()?;
+    // Written only once the endpoint is bound: its presence means "ready".
+    let ready = || {
+        std::fs::write(&args.cert, cert.as_ref())
+            .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))
+    };
+    if args.transport.parse::<Transport>()? == Transport::Quinn {
+        let [addr] = args.serve[..] else {
+            return Err("quinn serves on one address".into());
+        };
+        let endpoint = quinn_server(addr, cert.clone(), key, &args.cc.parse()?)?;
+        ready()?;
+        server.run_quinn(&endpoint, None).await;
+        return Ok(());
+    }
+    let config = transport_config(
+        &args.scheduler,
+        args.serve.len(),
+        &args.cc.parse()?,
+        !args.no_delivery_reports,
+        !args.no_reinjection,
+    )?;
+    let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
+    ready()?;
+    server.run(&endpoint, None).await;
+    Ok(())
+}
+
+/// Runs `page_client` with `args`: the exit code is 1 when a load fails.
+pub async fn main(args: Args) -> ExitCode {
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("page_client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
