@@ -40,12 +40,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use mpquic_core::Endpoint;
 use mpquic_replay::{
-    har, load_direct, load_page, load_remote, netns, quinn_server, self_signed, transport_config,
-    Mode, PageServer, RepeatedReport, RunConfig, Transport,
+    har, load_direct, load_page, load_remote, netns, Mode, RepeatedReport, RunConfig, Transport,
 };
 use rustls::pki_types::CertificateDer;
+
+use crate::page_server::{serve, EndFlags, Serving};
+use crate::transfer::BoxError;
 
 /// The command line of `page_client`.
 #[derive(Debug, Parser)]
@@ -83,20 +84,8 @@ pub struct Args {
     /// quinn's path (quinn's default: the scenario's better path).
     #[arg(long)]
     path: Option<usize>,
-    /// Congestion controller of every path at both ends, as `mpquic_core::CongestionControl` parses
-    /// it: bbr, cubic-hystart, cubic (quinn's), fld, ...
-    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
-    cc: String,
-    /// Turns off mpquic's delivery reports at both ends (`Config::delivery_reports`).
-    #[arg(long)]
-    no_delivery_reports: bool,
-    /// Turns off mpquic's re-injection at both ends (`Config::reinjection`).
-    #[arg(long)]
-    no_reinjection: bool,
-    /// The page server does not tell the transport what each response leads to
-    /// (`PageServer::dependency_hints`).
-    #[arg(long)]
-    no_dependency_hints: bool,
+    #[command(flatten)]
+    flags: EndFlags,
     /// Loads to make.
     #[arg(long, default_value_t = 1)]
     reps: usize,
@@ -125,7 +114,7 @@ pub struct Args {
     local: Vec<SocketAddr>,
 }
 
-async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(args: Args) -> Result<(), BoxError> {
     let file = args
         .har
         .clone()
@@ -135,10 +124,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.mode = args.mode.parse::<Mode>()?;
     config.transport = args.transport.parse::<Transport>()?;
     config.path = args.path;
-    config.congestion = args.cc.parse()?;
-    config.delivery_reports = !args.no_delivery_reports;
-    config.reinjection = !args.no_reinjection;
-    config.dependency_hints = !args.no_dependency_hints;
+    config.congestion = args.flags.cc.parse()?;
+    config.delivery_reports = !args.flags.no_delivery_reports;
+    config.reinjection = !args.flags.no_reinjection;
+    config.dependency_hints = !args.flags.no_dependency_hints;
     if config.transport == Transport::Quinn && args.paths.is_some() {
         return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
     }
@@ -164,7 +153,16 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err("--reps must be at least 1".into());
     }
     if !args.serve.is_empty() {
-        return serve(&page, &args).await;
+        // Netns mode's server role: until killed.
+        let serving = Serving {
+            listen: &args.serve,
+            transport: config.transport,
+            scheduler: &args.scheduler,
+            flags: &args.flags,
+            cert: &args.cert,
+            sessions: None,
+        };
+        return serve(std::slice::from_ref(&page), &serving, |_| {}).await;
     }
     if !args.direct.is_empty() {
         let cert = CertificateDer::from(
@@ -198,18 +196,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             args.scheduler.clone(),
             "--scenario".to_owned(),
             args.scenario.clone(),
-            "--cc".to_owned(),
-            args.cc.clone(),
         ];
-        if args.no_delivery_reports {
-            common.push("--no-delivery-reports".to_owned());
-        }
-        if args.no_reinjection {
-            common.push("--no-reinjection".to_owned());
-        }
-        if args.no_dependency_hints {
-            common.push("--no-dependency-hints".to_owned());
-        }
+        common.extend(args.flags.args());
         match (config.path, config.transport) {
             (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
             (None, Transport::Quinn) => {}
@@ -249,7 +237,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Prints one load's JSON, or the repeated report of several.
-fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::error::Error>> {
+fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), BoxError> {
     let json = if runs.len() == 1 {
         serde_json::to_string(&runs[0])?
     } else {
@@ -257,38 +245,6 @@ fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), Box<dyn std::e
     };
     // A closed pipe (`| head`) is not worth a panic.
     let _ = writeln!(std::io::stdout().lock(), "{json}");
-    Ok(())
-}
-
-/// Netns mode's server role: serves `page` until killed, after writing its certificate.
-async fn serve(page: &mpquic_replay::Page, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let server =
-        PageServer::new(std::slice::from_ref(page))?.dependency_hints(!args.no_dependency_hints);
-    let (cert, key) = self_signed()?;
-    // Written only once the endpoint is bound: its presence means "ready".
-    let ready = || {
-        std::fs::write(&args.cert, cert.as_ref())
-            .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))
-    };
-    if args.transport.parse::<Transport>()? == Transport::Quinn {
-        let [addr] = args.serve[..] else {
-            return Err("quinn serves on one address".into());
-        };
-        let endpoint = quinn_server(addr, cert.clone(), key, &args.cc.parse()?)?;
-        ready()?;
-        server.run_quinn(&endpoint, None).await;
-        return Ok(());
-    }
-    let config = transport_config(
-        &args.scheduler,
-        args.serve.len(),
-        &args.cc.parse()?,
-        !args.no_delivery_reports,
-        !args.no_reinjection,
-    )?;
-    let endpoint = Endpoint::server(&args.serve, config, vec![cert.clone()], key)?;
-    ready()?;
-    server.run(&endpoint, None).await;
     Ok(())
 }
 

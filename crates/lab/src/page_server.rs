@@ -17,12 +17,118 @@
 //! with no urgency or size reaching the transport (h3-quinn gives no way to).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 use mpquic_core::Endpoint;
-use mpquic_replay::{har, quinn_server, self_signed, transport_config, PageServer, Transport};
+use mpquic_replay::{
+    har, quinn_server, self_signed, transport_config, Page, PageServer, Transport,
+};
+
+use crate::transfer::BoxError;
+
+/// How an end is set up: `page_server`'s own, and `page_client`'s at both ends.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EndFlags {
+    /// Congestion controller of every path, as `mpquic_core::CongestionControl` parses it:
+    /// bbr, cubic-hystart, cubic (quinn's), fld, ...
+    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
+    pub cc: String,
+    /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
+    #[arg(long)]
+    pub no_delivery_reports: bool,
+    /// Turns off mpquic's re-injection (`Config::reinjection`).
+    #[arg(long)]
+    pub no_reinjection: bool,
+    /// The page server does not tell the transport what each response leads to
+    /// (`PageServer::dependency_hints`).
+    #[arg(long)]
+    pub no_dependency_hints: bool,
+}
+
+impl EndFlags {
+    /// The flags as a command line gives them.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec!["--cc".to_owned(), self.cc.clone()];
+        let switches = [
+            (self.no_delivery_reports, "--no-delivery-reports"),
+            (self.no_reinjection, "--no-reinjection"),
+            (self.no_dependency_hints, "--no-dependency-hints"),
+        ];
+        args.extend(
+            switches
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, flag)| (*flag).to_owned()),
+        );
+        args
+    }
+}
+
+/// Where and how a page server serves.
+pub struct Serving<'a> {
+    /// Listening addresses (quinn: exactly one).
+    pub listen: &'a [SocketAddr],
+    /// mpquic or plain quinn.
+    pub transport: Transport,
+    /// mpquic's scheduler.
+    pub scheduler: &'a str,
+    /// How the server end is set up.
+    pub flags: &'a EndFlags,
+    /// Where its self-signed certificate (DER) goes.
+    pub cert: &'a Path,
+    /// Sessions to serve before returning (`None`: until killed).
+    pub sessions: Option<u64>,
+}
+
+/// Serves `pages` as `serving` says. Once the endpoint is bound it writes the certificate (a
+/// client may start when it is there) and calls `bound` with what it serves, where and how
+/// (`N objects on ADDRS with SCHEDULER`).
+pub async fn serve(
+    pages: &[Page],
+    serving: &Serving<'_>,
+    bound: impl FnOnce(&str),
+) -> Result<(), BoxError> {
+    let server = PageServer::new(pages)?.dependency_hints(!serving.flags.no_dependency_hints);
+    let (cert, key) = self_signed()?;
+    let write_cert = || {
+        std::fs::write(serving.cert, cert.as_ref())
+            .map_err(|e| format!("cannot write {}: {e}", serving.cert.display()))
+    };
+    let congestion = serving.flags.cc.parse()?;
+    if serving.transport == Transport::Quinn {
+        let [addr] = serving.listen[..] else {
+            return Err("quinn listens on one address".into());
+        };
+        let endpoint = quinn_server(addr, cert.clone(), key, &congestion)?;
+        write_cert()?;
+        bound(&format!(
+            "{} objects on {} over plain quinn",
+            server.len(),
+            endpoint.local_addr()?
+        ));
+        server.run_quinn(&endpoint, serving.sessions).await;
+        return Ok(());
+    }
+    let config = transport_config(
+        serving.scheduler,
+        serving.listen.len(),
+        &congestion,
+        !serving.flags.no_delivery_reports,
+        !serving.flags.no_reinjection,
+    )?;
+    let endpoint = Endpoint::server(serving.listen, config, vec![cert.clone()], key)?;
+    write_cert()?;
+    bound(&format!(
+        "{} objects on {:?} with {}",
+        server.len(),
+        endpoint.local_addrs(),
+        serving.scheduler
+    ));
+    server.run(&endpoint, serving.sessions).await;
+    Ok(())
+}
 
 /// The command line of `page_server`.
 #[derive(Debug, Parser)]
@@ -47,29 +153,12 @@ pub struct Args {
     /// Sessions to serve before exiting (0: until killed).
     #[arg(long, default_value_t = 0)]
     sessions: u64,
-    /// Congestion controller of every path, as `mpquic_core::CongestionControl` parses it: bbr,
-    /// cubic-hystart, cubic (quinn's), fld, ...
-    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
-    cc: String,
-    /// Turns off mpquic's delivery reports (`Config::delivery_reports`).
-    #[arg(long)]
-    no_delivery_reports: bool,
-    /// Turns off mpquic's re-injection (`Config::reinjection`).
-    #[arg(long)]
-    no_reinjection: bool,
-    /// Does not tell the transport what each response leads to
-    /// (`PageServer::dependency_hints`).
-    #[arg(long)]
-    no_dependency_hints: bool,
+    #[command(flatten)]
+    flags: EndFlags,
 }
 
-async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(args: Args) -> Result<(), BoxError> {
     let pages = har::load_all(&args.har)?;
-    let server = PageServer::new(&pages)?.dependency_hints(!args.no_dependency_hints);
-    let limit = (args.sessions > 0).then_some(args.sessions);
-    let (cert, key) = self_signed()?;
-    std::fs::write(&args.cert, cert.as_ref())
-        .map_err(|e| format!("cannot write {}: {e}", args.cert.display()))?;
     for page in &pages {
         println!(
             "{}: {} objects, {} bytes, first {}",
@@ -79,37 +168,18 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             page.objects[0].key
         );
     }
-    if args.transport.parse::<Transport>()? == Transport::Quinn {
-        let [addr] = args.listen[..] else {
-            return Err("--transport quinn listens on one address".into());
-        };
-        let endpoint = quinn_server(addr, cert, key, &args.cc.parse()?)?;
-        println!(
-            "serving {} objects on {} over plain quinn (certificate in {})",
-            server.len(),
-            endpoint.local_addr()?,
-            args.cert.display()
-        );
-        server.run_quinn(&endpoint, limit).await;
-        return Ok(());
-    }
-    let config = transport_config(
-        &args.scheduler,
-        8,
-        &args.cc.parse()?,
-        !args.no_delivery_reports,
-        !args.no_reinjection,
-    )?;
-    let endpoint = Endpoint::server(&args.listen, config, vec![cert], key)?;
-    println!(
-        "serving {} objects on {:?} with {} (certificate in {})",
-        server.len(),
-        endpoint.local_addrs(),
-        args.scheduler,
-        args.cert.display()
-    );
-    server.run(&endpoint, limit).await;
-    Ok(())
+    let serving = Serving {
+        listen: &args.listen,
+        transport: args.transport.parse()?,
+        scheduler: &args.scheduler,
+        flags: &args.flags,
+        cert: &args.cert,
+        sessions: (args.sessions > 0).then_some(args.sessions),
+    };
+    serve(&pages, &serving, |what| {
+        println!("serving {what} (certificate in {})", args.cert.display());
+    })
+    .await
 }
 
 /// Runs `page_server` with `args` until it has served its sessions (or is killed).
