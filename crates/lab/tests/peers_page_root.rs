@@ -6,14 +6,14 @@
 //! under `target/peers/tquic` by `cargo xtask peers bulk --peers tquic`); asked for without
 //! them, it fails. `cargo xtask ci` leaves it out: installing tquic takes minutes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-use mpquic_netns::topology::{namespaces, unavailable};
+use mpquic_netns::topology::unavailable;
 use mpquic_replay::LoadReport;
+use std::path::{Path, PathBuf};
 
 mod common;
+mod in_testbed;
 use common::Scratch;
+use in_testbed::{assert_no_namespace_left, run_lab};
 
 const LAB: &str = env!("CARGO_BIN_EXE_lab");
 
@@ -56,32 +56,22 @@ fn tquic_loads_a_small_page_over_pb_low() {
     std::fs::create_dir_all(&dir.0).expect("scratch directory");
     let har = dir.0.join("bing-2013.har");
     std::fs::write(&har, PAGE).expect("write the HAR");
-    let child = Command::new(LAB)
-        .args(["peers", "page", "--scenario", "pb-low", "--timeout", "60"])
-        .arg("--har")
-        .arg(&har)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start cargo xtask peers page");
-    let pid = child.id();
-    let output = child
-        .wait_with_output()
-        .expect("run cargo xtask peers page");
+    let har = har.display().to_string();
+    let (pid, output) = run_lab([
+        "peers",
+        "page",
+        "--scenario",
+        "pb-low",
+        "--timeout",
+        "60",
+        "--har",
+        &har,
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
 
     // The testbed is gone whatever happened: no namespace of that lab process is left.
-    let prefix = format!("mq{pid}x");
-    let left: Vec<String> = namespaces()
-        .expect("ip netns list")
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
-    for ns in &left {
-        let _ = Command::new("ip").args(["netns", "del", ns]).output();
-    }
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    assert_no_namespace_left(pid);
 
     assert!(
         output.status.success(),

@@ -10,14 +10,12 @@
 // The notice that MPTCP is left out is for the person reading the test output.
 #![allow(clippy::print_stderr)]
 
-use std::process::{Command, Stdio};
-
-use mpquic_netns::topology::{namespaces, unavailable};
+use mpquic_netns::topology::unavailable;
 
 mod common;
+mod in_testbed;
 use common::Scratch;
-
-const LAB: &str = env!("CARGO_BIN_EXE_lab");
+use in_testbed::{assert_no_namespace_left, run_lab};
 
 #[test]
 #[ignore = "needs root"]
@@ -31,34 +29,26 @@ fn mpquic_and_mptcp_aggregate_pb_low() {
     }
     let peers = if mptcp { "mpquic,mptcp" } else { "mpquic" };
     let out = Scratch(std::env::temp_dir().join(format!("mq-peers-test-{}", std::process::id())));
-    let child = Command::new(LAB)
-        .args([
-            "peers",
-            "bulk",
-            "--scenarios",
-            "pb-low",
-            "--size",
-            "4MB",
-            "--reps",
-            "1",
-            "--peers",
-            peers,
-            "--schedulers",
-            "priority-bucket",
-            "--defaults-only",
-            "--profile",
-            "dev",
-            "--out",
-        ])
-        .arg(&out.0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start cargo xtask peers bulk");
-    let pid = child.id();
-    let output = child
-        .wait_with_output()
-        .expect("run cargo xtask peers bulk");
+    let out_dir = out.0.display().to_string();
+    let (pid, output) = run_lab([
+        "peers",
+        "bulk",
+        "--scenarios",
+        "pb-low",
+        "--size",
+        "4MB",
+        "--reps",
+        "1",
+        "--peers",
+        peers,
+        "--schedulers",
+        "priority-bucket",
+        "--defaults-only",
+        "--profile",
+        "dev",
+        "--out",
+        &out_dir,
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -103,14 +93,5 @@ fn mpquic_and_mptcp_aggregate_pb_low() {
     assert_eq!(ran, expected);
 
     // The testbed is gone: no namespace of that lab process is left.
-    let prefix = format!("mq{pid}x");
-    let left: Vec<String> = namespaces()
-        .expect("ip netns list")
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
-    for ns in &left {
-        let _ = Command::new("ip").args(["netns", "del", ns]).output();
-    }
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    assert_no_namespace_left(pid);
 }

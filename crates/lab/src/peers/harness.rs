@@ -66,17 +66,21 @@ struct Control {
     initial_window: Option<u64>,
 }
 
+/// Where a quinn or noq server listens, where it writes its certificate, and its controller.
+#[derive(Debug, Clone, Args)]
+struct QuicServer {
+    #[arg(long)]
+    listen: SocketAddr,
+    #[arg(long)]
+    cert: PathBuf,
+    #[command(flatten)]
+    control: Control,
+}
+
 #[derive(Debug, Subcommand)]
 enum Role {
     /// A plain quinn server for one transfer.
-    QuinnServer {
-        #[arg(long)]
-        listen: SocketAddr,
-        #[arg(long)]
-        cert: PathBuf,
-        #[command(flatten)]
-        control: Control,
-    },
+    QuinnServer(QuicServer),
     /// A plain quinn client: one connection, one stream.
     QuinnClient {
         #[arg(long)]
@@ -92,12 +96,8 @@ enum Role {
     },
     /// A noq server for one transfer, multipath enabled.
     NoqServer {
-        #[arg(long)]
-        listen: SocketAddr,
-        #[arg(long)]
-        cert: PathBuf,
         #[command(flatten)]
-        control: Control,
+        server: QuicServer,
         /// Concurrent paths it accepts.
         #[arg(long, default_value_t = 2)]
         paths: u32,
@@ -147,11 +147,7 @@ pub fn run(args: &HarnessArgs) -> Result<(), String> {
 
 async fn role(role: &Role) -> Result<(), BoxError> {
     match role {
-        Role::QuinnServer {
-            listen,
-            cert,
-            control,
-        } => quinn_server(*listen, cert, *control).await,
+        Role::QuinnServer(server) => quinn_server(server).await,
         Role::QuinnClient {
             local,
             remote,
@@ -159,12 +155,7 @@ async fn role(role: &Role) -> Result<(), BoxError> {
             size,
             control,
         } => quinn_client(*local, *remote, cert, *size, *control).await,
-        Role::NoqServer {
-            listen,
-            cert,
-            control,
-            paths,
-        } => noq_server(*listen, cert, *control, *paths).await,
+        Role::NoqServer { server, paths } => noq_server(server, *paths).await,
         Role::NoqClient {
             remote,
             cert,
@@ -289,15 +280,11 @@ macro_rules! send_one {
     }};
 }
 
-async fn quinn_server(
-    listen: SocketAddr,
-    cert: &PathBuf,
-    control: Control,
-) -> Result<(), BoxError> {
-    let (der, key) = certificate(cert)?;
+async fn quinn_server(server: &QuicServer) -> Result<(), BoxError> {
+    let (der, key) = certificate(&server.cert)?;
     let mut config = quinn::ServerConfig::with_single_cert(vec![der], key)?;
-    config.transport_config(quinn_transport(control));
-    serve_one!(quinn, config, listen)
+    config.transport_config(quinn_transport(server.control));
+    serve_one!(quinn, config, server.listen)
 }
 
 async fn quinn_client(
@@ -322,16 +309,11 @@ fn noq_transport(control: Control, paths: u32) -> Arc<noq::TransportConfig> {
     Arc::new(transport)
 }
 
-async fn noq_server(
-    listen: SocketAddr,
-    cert: &PathBuf,
-    control: Control,
-    paths: u32,
-) -> Result<(), BoxError> {
-    let (der, key) = certificate(cert)?;
+async fn noq_server(server: &QuicServer, paths: u32) -> Result<(), BoxError> {
+    let (der, key) = certificate(&server.cert)?;
     let mut config = noq::ServerConfig::with_single_cert(vec![der], key)?;
-    config.transport_config(noq_transport(control, paths));
-    serve_one!(noq, config, listen)
+    config.transport_config(noq_transport(server.control, paths));
+    serve_one!(noq, config, server.listen)
 }
 
 async fn noq_client(
