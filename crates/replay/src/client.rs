@@ -2,6 +2,7 @@
 //! baseline, over plain quinn (h3-quinn); the request logic is one, generic over the `h3`
 //! crate's QUIC traits ([`load_h3`]).
 
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
@@ -14,7 +15,32 @@ use tokio::task::JoinSet;
 
 use crate::page::{Discovery, Page};
 use crate::report::{LoadReport, ObjectReport};
-use crate::run::Transport;
+
+/// What the page travels over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// mpquic: one connection over the chosen paths, with `RunConfig::scheduler`.
+    #[default]
+    Mpquic,
+    /// The baseline: plain quinn (HTTP/3 through h3-quinn), one connection over one path.
+    Quinn,
+}
+
+impl Transport {
+    /// Its name on command lines and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mpquic => "mpquic",
+            Self::Quinn => "quinn",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Why a page load failed.
 #[derive(Debug, thiserror::Error)]

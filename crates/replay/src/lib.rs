@@ -53,6 +53,7 @@
 //! ```
 
 mod client;
+mod error;
 pub mod har;
 pub mod netns;
 mod page;
@@ -63,13 +64,14 @@ mod server;
 pub mod sim;
 mod time;
 
-pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions};
+pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions, Transport};
+pub use error::RunError;
 pub use har::HarError;
 pub use page::{Discovery, Page, PageObject};
 pub use plain::{quinn_connect, quinn_server};
 pub use report::{LinkDrops, LoadReport, ObjectReport, RepeatedReport, Spread};
 pub use run::{
     auto_paths, better_path, connect, load_direct, load_page, load_page_blocking, load_remote,
-    loopback_local, self_signed, transport_config, Mode, RunConfig, RunError, Transport,
+    loopback_local, self_signed, transport_config, Mode, RunConfig,
 };
 pub use server::{PageServer, ServeError};

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use mpquic_netns::topology::{self, Side, Topology};
 
+use crate::error::RunError;
 use crate::report::{LinkDrops, LoadReport};
-use crate::run::{RunConfig, RunError};
+use crate::run::RunConfig;
 
 /// The page server's UDP port in the server namespace.
 pub const SERVER_PORT: u16 = 4433;

@@ -10,7 +10,7 @@ use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::run::RunError;
+use crate::error::RunError;
 
 /// HTTP/3's ALPN token (RFC 9114, section 3.1).
 const ALPN: &[u8] = b"h3";

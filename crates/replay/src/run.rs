@@ -6,21 +6,19 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use mpquic_core::{
-    Config, ConfigError, CongestionControl, Connection, Endpoint, PathStatus, ReinjectionConfig,
-};
-use mpquic_netns::error::NetnsError;
+use mpquic_core::{Config, CongestionControl, Connection, Endpoint, PathStatus, ReinjectionConfig};
 use mpquic_netns::loopback::relay_paths;
 use mpquic_netns::relay::{PathStats, Relay};
 use mpquic_sched::meh::{paths_for_page, MehError, MehModel, NetworkCondition, PagePlan};
 use mpquic_sched::sim::Scenario;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::client::{load, load_quinn, LoadError, LoadOptions};
+use crate::client::{load, load_quinn, LoadOptions, Transport};
+use crate::error::RunError;
 use crate::page::Page;
 use crate::plain::{quinn_connect, quinn_server};
 use crate::report::{LinkDrops, LoadReport};
-use crate::server::{PageServer, ServeError};
+use crate::server::PageServer;
 
 /// Where the emulated links run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,32 +56,6 @@ impl FromStr for Mode {
     }
 }
 
-/// What the page travels over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Transport {
-    /// mpquic: one connection over the chosen paths, with [`RunConfig::scheduler`].
-    #[default]
-    Mpquic,
-    /// The baseline: plain quinn (HTTP/3 through h3-quinn), one connection over one path.
-    Quinn,
-}
-
-impl Transport {
-    /// Its name on command lines and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Mpquic => "mpquic",
-            Self::Quinn => "quinn",
-        }
-    }
-}
-
-impl fmt::Display for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 impl FromStr for Transport {
     type Err = RunError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -93,65 +65,6 @@ impl FromStr for Transport {
             other => Err(RunError::Transport(other.to_owned())),
         }
     }
-}
-
-/// Why a replay run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// An unknown mode name.
-    #[error("unknown mode {0:?}: loopback or netns")]
-    Mode(String),
-    /// An unknown transport name.
-    #[error("unknown transport {0:?}: mpquic or quinn")]
-    Transport(String),
-    /// Netns mode runs the server and the client as processes in the testbed's namespaces
-    /// ([`crate::netns::load_netns`]), not in this process.
-    #[error(
-        "netns mode runs the server and client in the testbed's namespaces: use \
-         page_client --mode netns (root), or --mode loopback here"
-    )]
-    NetnsInProcess,
-    /// A scenario that does not exist.
-    #[error("{0}")]
-    Scenario(String),
-    /// More paths than the scenario has, or none.
-    #[error("{scenario} has {available} paths; {asked} asked")]
-    Paths {
-        /// The scenario.
-        scenario: &'static str,
-        /// Paths it has.
-        available: usize,
-        /// Paths asked for.
-        asked: usize,
-    },
-    /// A path index the scenario does not have.
-    #[error("{scenario} has {available} paths (0 to {last}); path {asked} asked", last = available.saturating_sub(1))]
-    Path {
-        /// The scenario.
-        scenario: &'static str,
-        /// Paths it has.
-        available: usize,
-        /// The index asked for.
-        asked: usize,
-    },
-    /// The transport's configuration (scheduler name, addresses, TLS).
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The certificate could not be made.
-    #[error("certificate: {0}")]
-    Certificate(String),
-    /// The link emulator could not start.
-    #[error(transparent)]
-    Netns(#[from] NetnsError),
-    /// The server could not be built.
-    #[error(transparent)]
-    Serve(#[from] ServeError),
-    /// Connecting or joining a path failed.
-    #[error("connecting: {0}")]
-    Connect(String),
-    /// The page load failed.
-    #[error(transparent)]
-    Load(#[from] LoadError),
 }
 
 /// What to run: transport, scheduler, emulated links, paths, bound.

@@ -16,9 +16,10 @@ use std::time::Duration;
 use mpquic_core::sim::{Link, Pair, PathLinks};
 use mpquic_netns::link::{self, LinkConfig};
 
-use crate::client::RequestPlan;
+use crate::client::{RequestPlan, Transport};
+use crate::error::RunError;
 use crate::report::{LoadReport, ObjectReport};
-use crate::run::{RunConfig, RunError, Transport};
+use crate::run::RunConfig;
 use crate::{LoadError, Page, PageObject};
 
 /// Bytes of an object's request: its HEADERS frame with QPACK's literal encoding of
