@@ -4,10 +4,12 @@
 //! Each baseline is a thin policy over the shared parts, so they cannot drift apart on the
 //! bookkeeping the [`Scheduler`](crate::Scheduler) contract asks of all of them.
 
-use crate::round_robin::PACKET_PAYLOAD;
 use crate::{
     Grant, PathId, PathSnapshot, PathTable, SchedError, StreamId, StreamMeta, StreamTable,
 };
+
+/// The payload of one full-size QUIC packet, the default chunk of the round-robin baselines.
+pub(crate) const PACKET_PAYLOAD: u64 = 1200;
 
 /// The paths and streams a baseline knows, with the event handling every baseline does alike.
 #[derive(Debug, Clone, Default)]

@@ -7,9 +7,8 @@
 use std::time::Instant;
 
 use crate::baseline::{
-    forward_events_to_tables, is_lowest_rtt_with_room, RoundRobinCursor, Tables,
+    forward_events_to_tables, is_lowest_rtt_with_room, RoundRobinCursor, Tables, PACKET_PAYLOAD,
 };
-use crate::round_robin::PACKET_PAYLOAD;
 use crate::{Grant, PathId, Scheduler, StreamId};
 
 /// Configuration of [`Lrf`].

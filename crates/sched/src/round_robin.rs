@@ -5,11 +5,8 @@
 
 use std::time::Instant;
 
-use crate::baseline::{forward_events_to_tables, RoundRobinCursor, Tables};
+use crate::baseline::{forward_events_to_tables, RoundRobinCursor, Tables, PACKET_PAYLOAD};
 use crate::{Grant, PathId, Scheduler, StreamId};
-
-/// The payload of one full-size QUIC packet, the default chunk of the round-robin baselines.
-pub(crate) const PACKET_PAYLOAD: u64 = 1200;
 
 /// Configuration of [`RoundRobin`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

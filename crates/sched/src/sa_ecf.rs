@@ -29,8 +29,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables};
-use crate::round_robin::PACKET_PAYLOAD;
+use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables, PACKET_PAYLOAD};
 use crate::wrr::WeightedTurns;
 use crate::{wrr_completion, FluidStream};
 use crate::{Bandwidth, Grant, PathId, PathSnapshot, Scheduler, StreamId, StreamState};

@@ -6,8 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables};
-use crate::round_robin::PACKET_PAYLOAD;
+use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables, PACKET_PAYLOAD};
 use crate::{Grant, PathId, Scheduler, StreamId, StreamState, StreamTable};
 
 /// Configuration of [`WeightedRoundRobin`].
