@@ -6,7 +6,12 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::error::NetnsError;
-use crate::link::{MAX_DELAY, MAX_RATE_BPS};
+
+/// The fastest rate a link accepts: 100 Gbit/s.
+pub const MAX_RATE_BPS: u64 = 100_000_000_000;
+
+/// The longest one-way delay a link accepts: 60 s.
+pub const MAX_DELAY: Duration = Duration::from_secs(60);
 
 /// What happens to a link at an event's time.
 #[derive(Debug, Clone, Copy, PartialEq)]

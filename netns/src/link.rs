@@ -15,27 +15,10 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::NetnsError;
 use crate::events::{check_delay, check_rate, EventAction, TimedEvent};
-use crate::trace::{Trace, OPPORTUNITY_BYTES};
-
-/// The fastest rate a link accepts: 100 Gbit/s.
-pub const MAX_RATE_BPS: u64 = 100_000_000_000;
-
-/// The longest one-way delay a link accepts: 60 s.
-pub const MAX_DELAY: Duration = Duration::from_secs(60);
+use crate::trace::{duration_from_nanos, Trace, NANOS_PER_SEC, OPPORTUNITY_BYTES};
 
 /// The smallest queue a link accepts: one 1500-byte packet.
 const MIN_QUEUE_BYTES: u64 = 1500;
-
-const NANOS_PER_SEC: u128 = 1_000_000_000;
-
-/// `ns` nanoseconds as a `Duration`, saturating at `Duration::MAX`.
-pub(crate) fn duration_from_nanos(ns: u128) -> Duration {
-    match u64::try_from(ns / NANOS_PER_SEC) {
-        // The remainder is below 10^9, so it fits a u32.
-        Ok(secs) => Duration::new(secs, u32::try_from(ns % NANOS_PER_SEC).unwrap_or(0)),
-        Err(_) => Duration::MAX,
-    }
-}
 
 /// Random loss, decided once per arriving packet.
 #[derive(Debug, Clone, Copy, PartialEq)]

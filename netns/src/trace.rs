@@ -14,7 +14,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::NetnsError;
-use crate::link::duration_from_nanos;
+
+pub(crate) const NANOS_PER_SEC: u128 = 1_000_000_000;
+
+/// `ns` nanoseconds as a `Duration`, saturating at `Duration::MAX`.
+pub(crate) fn duration_from_nanos(ns: u128) -> Duration {
+    match u64::try_from(ns / NANOS_PER_SEC) {
+        // The remainder is below 10^9, so it fits a u32.
+        Ok(secs) => Duration::new(secs, u32::try_from(ns % NANOS_PER_SEC).unwrap_or(0)),
+        Err(_) => Duration::MAX,
+    }
+}
 
 /// Bytes one delivery opportunity carries.
 pub(crate) const OPPORTUNITY_BYTES: u64 = 1500;

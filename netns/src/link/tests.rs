@@ -1,4 +1,5 @@
 use super::*;
+use crate::events::MAX_RATE_BPS;
 use mpquic_sched::sim::Scenario;
 use proptest::prelude::*;
 
