@@ -8,7 +8,7 @@
 //! `lte` and `pb-high` priority-bucket and lrf with `--cc fld`, with `--paths auto` (MEH) and
 //! with `--no-delivery-reports` (mpquic's own ablation, `Config::delivery_reports`).
 //! Each load is one run of the `page_client` example (`--mode netns` when root and the testbed
-//! is available, else `--mode loopback`) or of `xtask peers page`, bounded by a timeout; each
+//! is available, else `--mode loopback`) or of `lab peers page`, bounded by a timeout; each
 //! run appends one JSON line to `raw.jsonl` under the output directory (default
 //! `target/experiment/`), and a run that is already there (same scenario, page, scheduler, cc,
 //! paths, delivery reports, rep, mode and time scale) is skipped, so a killed experiment continues where it

@@ -8,7 +8,7 @@
 //!
 //! For each path of the scenario and each run it brings a fresh testbed up whose path goes down
 //! in both directions `--down` after the stream's planned start and up again at `--up`, starts
-//! `examples/bulk` as server and client (the client writes `--rate-mbps` for `--seconds`), and
+//! the lab's `bulk` as server and client (the client writes `--rate-mbps` for `--seconds`), and
 //! reads the server's JSON line: the longest time the receiving application got no byte, when
 //! each path carried stream bytes, and the bytes it received twice. The stream starts
 //! `LEAD` after the testbed is up; times in the report count from the server's session

@@ -83,7 +83,7 @@ fn variants(records: &[&Record]) -> Vec<(String, String, Vec<Record>)> {
 }
 
 /// The standing queue mpquic's client saw: per path, the mean over the runs of the median
-/// smoothed RTT in the transfer's second half divided by the path's minimum RTT (`examples/bulk.rs`
+/// smoothed RTT in the transfer's second half divided by the path's minimum RTT (the lab's `bulk`
 /// reports both); `-` for peers that do not report it.
 fn queue_ratios(rows: &[&Record]) -> String {
     let mut by_path: Vec<(String, Vec<f64>)> = Vec::new();
