@@ -51,7 +51,9 @@ use crate::testbed::TestbedArgs;
 #[command(
     name = "cargo xtask",
     bin_name = "cargo xtask",
-    about = "mpquic project tasks"
+    about = "mpquic project tasks",
+    after_help = "`cargo xtask ci` runs the checks (fmt, clippy, doc, test, root tests, fuzz smoke): \
+                  xtask runs that one itself and hands every other command to the lab."
 )]
 struct Cli {
     #[command(subcommand)]
