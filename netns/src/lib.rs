@@ -34,6 +34,7 @@
 //! # Ok::<(), mpquic_netns::error::NetnsError>(())
 //! ```
 
+mod direction;
 pub mod error;
 pub mod events;
 pub mod link;

@@ -17,17 +17,17 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
-use crate::relay::{Direction, Outlet, Shared};
+use crate::direction::{Direction, Outlet};
 
 /// The spacing of rounds while packets come faster than one per quantum: the most a busy
 /// link's timing is off by, and what bounds the wake-ups.
@@ -48,6 +48,26 @@ const MAX_PACKET: usize = 65_535;
 
 /// The timer's token; inlet `i` has token `i`.
 const TIMER: Token = Token(usize::MAX);
+
+/// What every thread of one relay (or one namespace topology) shares: the stop flag and the
+/// links' clock.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Set once to make every thread return.
+    pub(crate) stop: AtomicBool,
+    /// Link time zero: links see `start.elapsed()`.
+    pub(crate) start: Instant,
+}
+
+impl Shared {
+    /// Not stopped, clock starting now.
+    pub(crate) fn new() -> Self {
+        Shared {
+            stop: AtomicBool::new(false),
+            start: Instant::now(),
+        }
+    }
+}
 
 /// Where packets come from: a non-blocking socket or device.
 pub(crate) trait Inlet: Send {

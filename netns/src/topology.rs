@@ -24,11 +24,12 @@ use std::thread::JoinHandle;
 
 use mpquic_sched::sim::Scenario;
 
+use crate::direction::{Delivery, Direction, Outlet};
 use crate::error::NetnsError;
 use crate::events::TimedEvent;
 use crate::link::{Link, LinkConfig};
-use crate::pump::{self, Input, Output};
-use crate::relay::{Delivery, Direction, Outlet, PathStats, Shared};
+use crate::pump::{self, Input, Output, Shared};
+use crate::relay::PathStats;
 use crate::tun::{validate_ifname, TunDevice};
 
 /// Most paths a topology can have: path k uses the subnet `10.(k+1).0.0/24`.

@@ -10,9 +10,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::direction::{Delivery, Outlet};
 use crate::error::NetnsError;
 use crate::pump::Inlet;
-use crate::relay::{Delivery, Outlet};
 
 /// Longest interface name Linux accepts (`IFNAMSIZ` minus the terminating NUL).
 pub const MAX_IFNAME_LEN: usize = 15;
