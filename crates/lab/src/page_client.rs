@@ -178,10 +178,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         );
         return Ok(());
     }
-    if config.transport == Transport::Quinn {
+    if let (Transport::Quinn, Some(path)) = (config.transport, indices.first()) {
         eprintln!(
-            "page_client: quinn over {}'s path {}",
-            config.scenario.name, indices[0]
+            "page_client: quinn over {}'s path {path}",
+            config.scenario.name
         );
     }
     if config.mode == Mode::Netns {

@@ -165,7 +165,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
             page.id,
             page.objects.len(),
             page.total_bytes(),
-            page.objects[0].key
+            page.objects.first().map_or("-", |o| o.key.as_str())
         );
     }
     let serving = Serving {
