@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mpquic::{Config, PathStatus};
+use mpquic::{Config, PathStatus, SelfSigned};
 use mpquic_lab::transfer::{self, BoxError, Payload};
 use nix::sys::resource::{getrusage, UsageWho};
 use serde_json::json;
@@ -106,8 +106,10 @@ fn loopback(k: usize) -> SocketAddr {
 
 /// Plain quinn: one connection, default transport settings, one stream.
 async fn run_quinn(len: u64, seed: u64, expected: &[u8; 32]) -> Result<Sample, BoxError> {
-    let (cert, key) = transfer::certificate()?;
-    let server_config = quinn::ServerConfig::with_single_cert(vec![cert.clone()], key)?;
+    let certificate = SelfSigned::new(&["localhost"])?;
+    let cert = certificate.cert_der();
+    let server_config =
+        quinn::ServerConfig::with_single_cert(vec![cert.clone()], certificate.key_der())?;
     let server = quinn::Endpoint::server(server_config, loopback(1))?;
     let server_addr = server.local_addr()?;
     let mut roots = rustls::RootCertStore::empty();
@@ -154,13 +156,15 @@ async fn run_mpquic(
     seed: u64,
     expected: &[u8; 32],
 ) -> Result<Sample, BoxError> {
-    let (cert, key) = transfer::certificate()?;
+    let certificate = SelfSigned::new(&["localhost"])?;
     let mut config = Config::default();
-    config.scheduler(scheduler)?;
-    let server = mpquic::Endpoint::server(&[loopback(1)], config.clone(), vec![cert.clone()], key)?;
-    let server_addr = server.local_addrs()[0];
+    config.scheduler(scheduler.parse()?);
+    let mut server_config = certificate.server_config()?;
+    server_config.transport_config(Arc::new(config.clone()));
+    let server = mpquic::Endpoint::server(server_config, loopback(1))?;
+    let server_addr = server.local_addr()?;
     let served = tokio::spawn(async move {
-        let conn = server.accept().await.ok_or("server closed")?;
+        let conn = server.accept().await.ok_or("server closed")?.await?;
         // Every path joined before the first byte arrives.
         tokio::time::timeout(Duration::from_secs(5), async {
             while conn
@@ -176,19 +180,20 @@ async fn run_mpquic(
         .await?;
         transfer::serve_checked(&conn).await?;
         let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
-        server.close();
+        server.close(0u32.into(), b"done");
         Ok::<_, BoxError>(())
     });
     let locals: Vec<SocketAddr> = (1..=paths).map(loopback).collect();
-    let (client, conn) = transfer::connect_paths(config, cert, &locals, &[server_addr]).await?;
+    let (client, conn) =
+        transfer::connect_paths(config, certificate.cert_der(), &locals, &[server_addr]).await?;
 
     let cpu = cpu_seconds()?;
     let sent = transfer::send_checked(&conn, seed, len, expected, None).await?;
     let cpu_seconds = cpu_seconds()? - cpu;
 
-    conn.close(0, b"done");
+    conn.close(0u32.into(), b"done");
     served.await??;
-    client.close();
+    client.close(0u32.into(), b"done");
     if !sent.matched {
         return Err(format!("mpquic over {paths} paths: sha256 mismatch").into());
     }

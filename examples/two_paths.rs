@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use mpquic::sim::{FixedLink, Link, Pair, PathLinks};
-use mpquic::Config;
+use mpquic::{Config, SchedulerKind};
 
 /// Bytes the stream carries.
 const SIZE: usize = 1_000_000;
@@ -30,9 +30,9 @@ fn links() -> Vec<PathLinks> {
 
 /// The simulated time until the server has read the whole stream, with `scheduler` at both
 /// ends; `None` if it did not arrive within 10 s.
-fn transfer(scheduler: &str) -> Result<Option<Duration>, Box<dyn std::error::Error>> {
+fn transfer(scheduler: SchedulerKind) -> Result<Option<Duration>, Box<dyn std::error::Error>> {
     let mut config = Config::default();
-    config.scheduler(scheduler)?;
+    config.scheduler(scheduler);
     let mut pair = Pair::new(&config, &config, links(), 1)?;
     if !pair.connect(Duration::from_secs(1)) {
         return Err("the simulated handshake did not complete".into());
@@ -57,13 +57,15 @@ fn transfer(scheduler: &str) -> Result<Option<Duration>, Box<dyn std::error::Err
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    for scheduler in ["priority-bucket", "lrf", "round-robin"] {
+    for scheduler in [
+        SchedulerKind::PriorityBucket,
+        SchedulerKind::Lrf,
+        SchedulerKind::RoundRobin,
+    ] {
+        let name = scheduler.name();
         match transfer(scheduler)? {
-            Some(took) => println!(
-                "{scheduler:>16}: 1 MB in {:.1} ms",
-                took.as_secs_f64() * 1e3
-            ),
-            None => println!("{scheduler:>16}: not delivered within 10 s"),
+            Some(took) => println!("{name:>16}: 1 MB in {:.1} ms", took.as_secs_f64() * 1e3),
+            None => println!("{name:>16}: not delivered within 10 s"),
         }
     }
     Ok(())

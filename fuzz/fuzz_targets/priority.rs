@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mpquic_h3_prio::{
-    decode_varint, Priority, PriorityUpdate, MAX_URGENCY, PRIORITY_UPDATE_PUSH,
+    decode_varint, Priority, PriorityField, PriorityUpdate, Urgency, PRIORITY_UPDATE_PUSH,
     PRIORITY_UPDATE_REQUEST,
 };
 
@@ -19,13 +19,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let lenient = Priority::from_field(rest);
-    assert!(lenient.urgency() <= MAX_URGENCY);
+    assert!(lenient.urgency() <= Urgency::LOWEST);
     if let Ok(priority) = Priority::try_from_field(rest) {
         assert_eq!(priority, lenient);
         assert_eq!(Priority::try_from_field(priority.to_field()), Ok(priority));
     }
     let merged = Priority::from_field(rest).merge_response(rest);
-    assert!(merged.urgency() <= MAX_URGENCY);
+    assert!(merged.urgency() <= Urgency::LOWEST);
     let frame_type = FRAME_TYPES[usize::from(selector) % FRAME_TYPES.len()];
     if let Ok(update) = PriorityUpdate::decode(frame_type, rest) {
         assert_eq!(update.stream_id % 4, 0);

@@ -8,7 +8,8 @@
 
 use std::collections::VecDeque;
 
-use crate::priority::Priority;
+use mpquic_sched::Priority;
+
 use crate::update::PriorityUpdate;
 
 /// Buffered PRIORITY_UPDATEs for request streams that are not open yet, at most
@@ -137,7 +138,9 @@ impl PriorityUpdates {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::PriorityField;
     use crate::update::{encode_varint, PRIORITY_UPDATE_REQUEST};
+    use mpquic_sched::Urgency;
 
     fn update(stream_id: u64, field: &str) -> PriorityUpdate {
         let mut payload = Vec::new();
@@ -156,7 +159,7 @@ mod tests {
         assert_eq!(updates.take(4), None);
         let header = Priority::from_field("u=5, i");
         let applied = updates.take(8).unwrap_or(header);
-        assert_eq!(applied, Priority::new(0, false).unwrap());
+        assert_eq!(applied, Priority::new(Urgency::new(0).unwrap(), false));
         assert!(updates.is_empty());
         assert_eq!(updates.take(8), None);
     }
@@ -168,9 +171,18 @@ mod tests {
         updates.insert(update(8, "u=6"));
         updates.insert(update(4, "u=1, i"));
         assert_eq!(updates.len(), 2);
-        assert_eq!(updates.get(4), Some(Priority::new(1, true).unwrap()));
-        assert_eq!(updates.take(4), Some(Priority::new(1, true).unwrap()));
-        assert_eq!(updates.take(8), Some(Priority::new(6, false).unwrap()));
+        assert_eq!(
+            updates.get(4),
+            Some(Priority::new(Urgency::new(1).unwrap(), true))
+        );
+        assert_eq!(
+            updates.take(4),
+            Some(Priority::new(Urgency::new(1).unwrap(), true))
+        );
+        assert_eq!(
+            updates.take(8),
+            Some(Priority::new(Urgency::new(6).unwrap(), false))
+        );
     }
 
     #[test]
@@ -185,7 +197,10 @@ mod tests {
         assert_eq!(updates.len(), 3);
         assert_eq!(updates.dropped(), 1);
         assert_eq!(updates.get(4), None);
-        assert_eq!(updates.get(0), Some(Priority::new(2, false).unwrap()));
+        assert_eq!(
+            updates.get(0),
+            Some(Priority::new(Urgency::new(2).unwrap(), false))
+        );
 
         let mut flood = PriorityUpdates::new();
         for i in 0..10_000u64 {

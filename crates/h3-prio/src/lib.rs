@@ -6,9 +6,10 @@
 //! values. No input makes it panic, and the work per input is bounded (a `priority` field is
 //! parsed only up to [`MAX_FIELD_LEN`] bytes).
 //!
-//! - [`Priority`]: urgency 0..=7 and incremental, parsed from a `priority` header field value
-//!   with RFC 9218's rules ([`Priority::from_field`]: bad parameters fall back to their
-//!   defaults, a bad field to the defaults) and written back ([`Priority::to_field`]).
+//! - [`Priority`] (urgency 0..=7 and incremental; the one type the schedulers and the transport
+//!   use too, from `mpquic_sched`) parsed from a `priority` header field value with RFC 9218's
+//!   rules ([`PriorityField::from_field`]: bad parameters fall back to their defaults, a bad
+//!   field to the defaults) and written back ([`PriorityField::to_field`]).
 //! - [`PriorityUpdate`]: the HTTP/3 PRIORITY_UPDATE frame (0xF0700) decoded and checked, with
 //!   the HTTP/3 error code for each failure ([`UpdateError::code`]); [`PriorityUpdates`] holds
 //!   the ones that arrive before their stream, bounded.
@@ -27,31 +28,31 @@
 //! # Example
 //! ```
 //! use mpquic_h3_prio::{
-//!     content_length, Browser, ChromePriority, CriticalPath, Priority, PriorityUpdate,
-//!     PriorityUpdates, ResourceType, PRIORITY_UPDATE_REQUEST,
+//!     content_length, Browser, ChromePriority, CriticalPath, Priority, PriorityField,
+//!     PriorityUpdate, PriorityUpdates, ResourceType, Urgency, PRIORITY_UPDATE_REQUEST,
 //! };
 //!
 //! // A request's header, with an out-of-range urgency: `u` falls back to 3, `i` still applies.
-//! assert_eq!(Priority::from_field("u=9, i"), Priority::new(3, true).unwrap());
+//! assert_eq!(Priority::from_field("u=9, i"), Priority::new(Urgency::DEFAULT, true));
 //! let css = Priority::from_field("u=0");
-//! assert_eq!((css.urgency(), css.incremental()), (0, false));
+//! assert_eq!((css.urgency(), css.incremental()), (Urgency::HIGHEST, false));
 //! assert_eq!(css.to_field(), "u=0");
 //!
 //! // A PRIORITY_UPDATE for stream 8 arrives on the control stream before stream 8 opens.
 //! let mut frame = Vec::new();
-//! PriorityUpdate { stream_id: 8, priority: Priority::new(1, false).unwrap() }
+//! PriorityUpdate { stream_id: 8, priority: Priority::new(Urgency::new(1).unwrap(), false) }
 //!     .encode_payload(&mut frame);
 //! let update = PriorityUpdate::decode(PRIORITY_UPDATE_REQUEST, &frame).unwrap();
 //! let mut waiting = PriorityUpdates::new();
 //! waiting.insert(update);
 //! // Stream 8 opens with `priority: u=5`; the update overrides it.
 //! let header = Priority::from_field("u=5");
-//! assert_eq!(waiting.take(8).unwrap_or(header).urgency(), 1);
+//! assert_eq!(waiting.take(8).unwrap_or(header).urgency().get(), 1);
 //!
 //! // No header at all: what would Chrome have asked for a stylesheet?
 //! let ty = ResourceType::classify(None, Some("text/css; charset=utf-8"), None);
-//! assert_eq!(Browser::Chrome.default_priority(ty).urgency(), 0);
-//! assert_eq!(Browser::Firefox.default_priority(ty).urgency(), 2);
+//! assert_eq!(Browser::Chrome.default_priority(ty).urgency(), Urgency::HIGHEST);
+//! assert_eq!(Browser::Firefox.default_priority(ty).urgency().get(), 2);
 //!
 //! // A recorded Chrome priority, the response size, and the critical rendering path.
 //! assert_eq!(ChromePriority::parse("High").map(ChromePriority::urgency), Some(1));
@@ -72,9 +73,8 @@ mod update;
 
 pub use buffer::{PriorityUpdates, DEFAULT_CAPACITY};
 pub use critical::{CriticalPath, ScriptEvidence};
-pub use priority::{
-    FieldError, Priority, UrgencyError, DEFAULT_URGENCY, MAX_FIELD_LEN, MAX_URGENCY,
-};
+pub use mpquic_sched::{Priority, Urgency};
+pub use priority::{FieldError, PriorityField, MAX_FIELD_LEN};
 pub use resource::{Browser, ChromePriority, ResourceType, UnknownBrowser, UnknownChromePriority};
 pub use size::content_length;
 pub use update::{

@@ -1,11 +1,11 @@
-//! The priority parameters of RFC 9218 and the `priority` field value that carries them.
+//! The `priority` field value of RFC 9218 that carries a [`Priority`] (the type itself is
+//! `mpquic_sched`'s, shared by the schedulers, this crate and the transport).
 //!
 //! RFC 9218 section 4: "For both the Priority header field and the PRIORITY_UPDATE frame, the
 //! set of priority parameters is encoded as a Structured Fields Dictionary". The dictionary is
 //! parsed with `sfv`'s visitor API, so no map is built and nothing is allocated per field.
 
-use std::fmt;
-
+use mpquic_sched::{Priority, Urgency};
 use sfv::visitor::{DictionaryVisitor, EntryVisitor, Ignored, InnerListVisitor, ItemVisitor};
 use sfv::{BareItemFromInput, KeyRef, Parser, Version};
 
@@ -20,14 +20,8 @@ use sfv::{BareItemFromInput, KeyRef, Parser, Version};
 /// the size of what it accepts.
 pub const MAX_FIELD_LEN: usize = 1024;
 
-/// RFC 9218 section 4.1: "The default value is 3."
-pub const DEFAULT_URGENCY: u8 = 3;
-
-/// RFC 9218 section 4.1: the urgency "takes an integer between 0 and 7".
-pub const MAX_URGENCY: u8 = 7;
-
-/// Why a `priority` field value was not used. [`Priority::from_field`] turns every one of
-/// these into the defaults; [`Priority::try_from_field`] reports them.
+/// Why a `priority` field value was not used. [`PriorityField::from_field`] turns every one of
+/// these into the defaults; [`PriorityField::try_from_field`] reports them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldError {
     /// The value is longer than [`MAX_FIELD_LEN`] bytes; it was not parsed.
@@ -43,66 +37,9 @@ pub enum FieldError {
     Malformed(String),
 }
 
-/// An urgency outside 0..=7.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("urgency {0} is outside 0..=7")]
-pub struct UrgencyError(pub u8);
-
-/// The priority of an HTTP response: RFC 9218's urgency (`u`, 0 most urgent to 7 background)
-/// and incremental flag (`i`).
-///
-/// The urgency is always in 0..=7: the constructor checks it and the parser never produces
-/// anything else. `Default` is the RFC's default, `u=3` and not incremental (section 4: "When
-/// receiving an HTTP request that does not carry these priority parameters, a server SHOULD act
-/// as if their default values were specified.").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Priority {
-    urgency: u8,
-    incremental: bool,
-}
-
-impl Default for Priority {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
-
-impl Priority {
-    /// RFC 9218's defaults: `u=3`, not incremental.
-    pub const DEFAULT: Priority = Priority {
-        urgency: DEFAULT_URGENCY,
-        incremental: false,
-    };
-
-    /// A priority with `urgency` (0..=7) and the incremental flag.
-    pub const fn new(urgency: u8, incremental: bool) -> Result<Self, UrgencyError> {
-        if urgency > MAX_URGENCY {
-            return Err(UrgencyError(urgency));
-        }
-        Ok(Self {
-            urgency,
-            incremental,
-        })
-    }
-
-    /// The urgency, 0 (most urgent) to 7 (background).
-    pub const fn urgency(self) -> u8 {
-        self.urgency
-    }
-
-    /// Whether the response is useful in parts as it arrives (RFC 9218 section 4.2).
-    pub const fn incremental(self) -> bool {
-        self.incremental
-    }
-
-    /// This priority with the incremental flag set to `incremental`.
-    pub const fn with_incremental(self, incremental: bool) -> Self {
-        Self {
-            urgency: self.urgency,
-            incremental,
-        }
-    }
-
+/// RFC 9218's `priority` field value for a [`Priority`]: how a request or response header, or a
+/// PRIORITY_UPDATE frame, carries one.
+pub trait PriorityField: Sized {
     /// Parses a `priority` request header field value (or a PRIORITY_UPDATE Priority Field
     /// Value) the way RFC 9218 says a receiver does, never failing:
     ///
@@ -118,19 +55,12 @@ impl Priority {
     ///
     /// Fields are parsed as RFC 9651 (which obsoletes RFC 8941 and adds Dates and Display
     /// Strings); either kind of value is of an unexpected type for `u` and `i`.
-    pub fn from_field(value: impl AsRef<[u8]>) -> Self {
-        Self::try_from_field(value).unwrap_or_default()
-    }
+    fn from_field(value: impl AsRef<[u8]>) -> Self;
 
-    /// Like [`Priority::from_field`], but says when the whole value was unusable instead of
-    /// falling back to the defaults. Ignored parameters are not errors (RFC 9218 section 4).
-    pub fn try_from_field(value: impl AsRef<[u8]>) -> Result<Self, FieldError> {
-        let params = Params::parse(value.as_ref())?;
-        Ok(Self {
-            urgency: params.urgency.unwrap_or(DEFAULT_URGENCY),
-            incremental: params.incremental.unwrap_or(false),
-        })
-    }
+    /// Like [`from_field`](Self::from_field), but says when the whole value was unusable
+    /// instead of falling back to the defaults. Ignored parameters are not errors (RFC 9218
+    /// section 4).
+    fn try_from_field(value: impl AsRef<[u8]>) -> Result<Self, FieldError>;
 
     /// Merges a response's `priority` field into this (the request's) priority, as RFC 9218
     /// section 8 describes for an intermediary: "The absence of a priority parameter in an
@@ -138,38 +68,46 @@ impl Priority {
     /// value". A parameter the response gives (and that is valid) replaces the request's; a
     /// response field that cannot be parsed changes nothing. "No guidance is provided for
     /// merging priorities"; preferring the server's value is the section's own example.
-    pub fn merge_response(self, response_value: impl AsRef<[u8]>) -> Self {
+    fn merge_response(self, response_value: impl AsRef<[u8]>) -> Self;
+
+    /// The field value, e.g. `u=5, i` or `u=3`. The urgency is always written (an empty
+    /// `priority` field would carry nothing), `i` only when incremental (the default is
+    /// false). [`from_field`](Self::from_field) reads it back unchanged.
+    fn to_field(self) -> String;
+}
+
+impl PriorityField for Priority {
+    fn from_field(value: impl AsRef<[u8]>) -> Self {
+        Self::try_from_field(value).unwrap_or_default()
+    }
+
+    fn try_from_field(value: impl AsRef<[u8]>) -> Result<Self, FieldError> {
+        let params = Params::parse(value.as_ref())?;
+        Ok(Self::new(
+            params.urgency.unwrap_or_default(),
+            params.incremental.unwrap_or(false),
+        ))
+    }
+
+    fn merge_response(self, response_value: impl AsRef<[u8]>) -> Self {
         match Params::parse(response_value.as_ref()) {
-            Ok(params) => Self {
-                urgency: params.urgency.unwrap_or(self.urgency),
-                incremental: params.incremental.unwrap_or(self.incremental),
-            },
+            Ok(params) => Self::new(
+                params.urgency.unwrap_or(self.urgency()),
+                params.incremental.unwrap_or(self.incremental()),
+            ),
             Err(_) => self,
         }
     }
 
-    /// The field value for this priority, e.g. `u=5, i` or `u=3`. The urgency is always
-    /// written (an empty `priority` field would carry nothing), `i` only when incremental
-    /// (the default is false). [`Priority::from_field`] reads it back unchanged.
-    pub fn to_field(self) -> String {
+    fn to_field(self) -> String {
         self.to_string()
-    }
-}
-
-impl fmt::Display for Priority {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "u={}", self.urgency)?;
-        if self.incremental {
-            f.write_str(", i")?;
-        }
-        Ok(())
     }
 }
 
 /// The parameters a field gives, each `None` when absent or ignored.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Params {
-    urgency: Option<u8>,
+    urgency: Option<Urgency>,
     incremental: Option<bool>,
 }
 
@@ -192,7 +130,7 @@ impl Params {
 
 /// One member of the dictionary that matters: where its value goes.
 enum Param<'a> {
-    Urgency(&'a mut Option<u8>),
+    Urgency(&'a mut Option<Urgency>),
     Incremental(&'a mut Option<bool>),
 }
 
@@ -254,7 +192,7 @@ impl<'de> ItemVisitor<'de> for Param<'_> {
                 *u = item
                     .as_integer()
                     .and_then(|v| u8::try_from(i64::from(v)).ok())
-                    .filter(|v| *v <= MAX_URGENCY);
+                    .and_then(|v| Urgency::new(v).ok());
             }
             // Section 4.2: "The incremental (`i`) parameter takes an sf-boolean as the value".
             Param::Incremental(i) => *i = item.as_boolean(),
@@ -269,7 +207,7 @@ mod tests {
     use super::*;
 
     fn p(u: u8, i: bool) -> Priority {
-        Priority::new(u, i).unwrap()
+        Priority::new(Urgency::new(u).unwrap(), i)
     }
 
     /// Every example of RFC 9218 that shows a field value.
@@ -388,9 +326,9 @@ mod tests {
         assert_eq!(p(5, true).to_field(), "u=5, i");
         assert_eq!(Priority::DEFAULT.to_field(), "u=3");
         assert_eq!(p(0, false).to_string(), "u=0");
-        assert_eq!(Priority::new(8, false), Err(UrgencyError(8)));
-        assert_eq!(Priority::new(255, true), Err(UrgencyError(255)));
-        for u in 0..=MAX_URGENCY {
+        assert!(Urgency::new(8).is_err());
+        assert!(Urgency::new(255).is_err());
+        for u in 0..=Urgency::LOWEST.get() {
             for i in [false, true] {
                 assert_eq!(Priority::from_field(p(u, i).to_field()), p(u, i));
             }

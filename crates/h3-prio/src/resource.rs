@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::priority::Priority;
+use mpquic_sched::{Priority, Urgency};
 
 /// The kind of a web resource, as far as its priority and the critical rendering path care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -215,11 +215,8 @@ impl ChromePriority {
     /// urgency, and the incremental flag of `ty` in [`Browser::Chrome`]'s table (Chrome
     /// decides incrementality by type alone).
     pub fn priority_for(self, ty: ResourceType) -> Priority {
-        Priority::new(
-            self.urgency(),
-            Browser::Chrome.default_priority(ty).incremental(),
-        )
-        .unwrap_or_default()
+        let incremental = Browser::Chrome.default_priority(ty).incremental();
+        Urgency::new(self.urgency()).map_or(Priority::DEFAULT, |u| Priority::new(u, incremental))
     }
 }
 
@@ -306,7 +303,7 @@ pub enum Browser {
 impl Browser {
     /// The priority this browser requests a resource of type `ty` with by default (see the
     /// tables above).
-    pub const fn default_priority(self, ty: ResourceType) -> Priority {
+    pub fn default_priority(self, ty: ResourceType) -> Priority {
         let (urgency, incremental) = match self {
             Browser::Chrome => match ty {
                 ResourceType::Document => (0, true),
@@ -331,10 +328,7 @@ impl Browser {
                 ResourceType::Manifest | ResourceType::Ping | ResourceType::Other => (4, false),
             },
         };
-        match Priority::new(urgency, incremental) {
-            Ok(p) => p,
-            Err(_) => Priority::DEFAULT,
-        }
+        Urgency::new(urgency).map_or(Priority::DEFAULT, |u| Priority::new(u, incremental))
     }
 
     /// The browser's name, lower case (`chrome`, `firefox`).
@@ -388,7 +382,7 @@ mod tests {
         ALL.iter()
             .map(|ty| {
                 let p = browser.default_priority(*ty);
-                (p.urgency(), p.incremental())
+                (p.urgency().get(), p.incremental())
             })
             .collect()
     }
@@ -490,7 +484,7 @@ mod tests {
         assert_eq!(ChromePriority::VeryLow.net_priority(), "IDLE");
         // An image boosted to High keeps its incremental flag.
         let boosted = ChromePriority::High.priority_for(ResourceType::Image);
-        assert_eq!((boosted.urgency(), boosted.incremental()), (1, true));
+        assert_eq!((boosted.urgency().get(), boosted.incremental()), (1, true));
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! this module its type and payload; this module decodes and checks the payload. Errors carry
 //! the HTTP/3 error code (RFC 9114 section 8.1) the connection is to be closed with.
 
-use crate::priority::{FieldError, Priority};
+use mpquic_sched::Priority;
+
+use crate::priority::{FieldError, PriorityField};
 
 /// Frame type of the PRIORITY_UPDATE that reprioritizes a request stream.
 pub const PRIORITY_UPDATE_REQUEST: u64 = 0xF0700;
@@ -127,7 +129,7 @@ pub struct PriorityUpdate {
 impl PriorityUpdate {
     /// Decodes the payload of a frame of type `frame_type` (everything after the frame's
     /// Length). Unknown parameters and out-of-range or wrongly typed values in the field are
-    /// ignored as in [`Priority::from_field`]; a field that does not parse at all is
+    /// ignored as in [`PriorityField::from_field`](crate::PriorityField::from_field); a field that does not parse at all is
     /// [`UpdateError::BadField`]. Does not check the stream limit: see
     /// [`PriorityUpdate::check_limit`].
     pub fn decode(frame_type: u64, payload: &[u8]) -> Result<Self, UpdateError> {
@@ -215,6 +217,7 @@ pub fn encode_varint(value: u64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpquic_sched::Urgency;
 
     fn payload(id: u64, field: &str) -> Vec<u8> {
         let mut out = Vec::new();
@@ -262,20 +265,26 @@ mod tests {
     fn request_stream_updates_decode() {
         let update = PriorityUpdate::decode(PRIORITY_UPDATE_REQUEST, &payload(8, "u=0")).unwrap();
         assert_eq!(update.stream_id, 8);
-        assert_eq!(update.priority, Priority::new(0, false).unwrap());
+        assert_eq!(
+            update.priority,
+            Priority::new(Urgency::new(0).unwrap(), false)
+        );
         // Section 7: omitted parameters take their defaults (the update is complete).
         let update = PriorityUpdate::decode(PRIORITY_UPDATE_REQUEST, &payload(0, "")).unwrap();
         assert_eq!(update.priority, Priority::DEFAULT);
         let update =
             PriorityUpdate::decode(PRIORITY_UPDATE_REQUEST, &payload(400, "i, u=9")).unwrap();
-        assert_eq!(update.priority, Priority::new(3, true).unwrap());
+        assert_eq!(
+            update.priority,
+            Priority::new(Urgency::new(3).unwrap(), true)
+        );
     }
 
     #[test]
     fn round_trip_through_a_whole_frame() {
         let update = PriorityUpdate {
             stream_id: 1_000_000,
-            priority: Priority::new(6, true).unwrap(),
+            priority: Priority::new(Urgency::new(6).unwrap(), true),
         };
         let mut frame = Vec::new();
         update.encode_frame(&mut frame);

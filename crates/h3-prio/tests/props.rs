@@ -2,8 +2,9 @@
 //! RFC 9218 over generated dictionaries, and the update buffer agrees with a model of its bound.
 
 use mpquic_h3_prio::{
-    content_length, decode_varint, encode_varint, ChromePriority, Priority, PriorityUpdate,
-    PriorityUpdates, ResourceType, PRIORITY_UPDATE_PUSH, PRIORITY_UPDATE_REQUEST,
+    content_length, decode_varint, encode_varint, ChromePriority, Priority, PriorityField,
+    PriorityUpdate, PriorityUpdates, ResourceType, Urgency, PRIORITY_UPDATE_PUSH,
+    PRIORITY_UPDATE_REQUEST,
 };
 use proptest::prelude::*;
 
@@ -13,7 +14,7 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
         let p = Priority::from_field(&bytes);
-        prop_assert!(p.urgency() <= 7);
+        prop_assert!(p.urgency() <= Urgency::LOWEST);
         let _ = Priority::try_from_field(&bytes);
         let _ = p.merge_response(&bytes);
         for ty in [PRIORITY_UPDATE_REQUEST, PRIORITY_UPDATE_PUSH, 0, u64::MAX] {
@@ -36,12 +37,12 @@ proptest! {
     #[test]
     fn dictionary_like_text_never_panics(text in "[uix=,;?()\"0-9 .:@%*-]{0,64}") {
         let p = Priority::from_field(&text);
-        prop_assert!(p.urgency() <= 7);
+        prop_assert!(p.urgency() <= Urgency::LOWEST);
     }
 
     #[test]
     fn fields_round_trip(urgency in 0u8..=7, incremental in any::<bool>()) {
-        let p = Priority::new(urgency, incremental).unwrap();
+        let p = Priority::new(Urgency::new(urgency).unwrap(), incremental);
         prop_assert_eq!(Priority::from_field(p.to_field()), p);
         prop_assert_eq!(Priority::default().merge_response(p.to_field()), p);
     }
@@ -50,7 +51,7 @@ proptest! {
     fn updates_round_trip(stream in 0u64..(1 << 60), urgency in 0u8..=7, incremental in any::<bool>()) {
         let update = PriorityUpdate {
             stream_id: stream * 4,
-            priority: Priority::new(urgency, incremental).unwrap(),
+            priority: Priority::new(Urgency::new(urgency).unwrap(), incremental),
         };
         let mut payload = Vec::new();
         update.encode_payload(&mut payload);
@@ -98,7 +99,7 @@ proptest! {
         }
         prop_assert_eq!(
             Priority::from_field(&text),
-            Priority::new(urgency, incremental).unwrap(),
+            Priority::new(Urgency::new(urgency).unwrap(), incremental),
             "{}", text
         );
     }
@@ -114,7 +115,7 @@ proptest! {
         for (insert, stream, urgency) in ops {
             let stream_id = stream * 4;
             if insert {
-                let priority = Priority::new(urgency, false).unwrap();
+                let priority = Priority::new(Urgency::new(urgency).unwrap(), false);
                 let dropped = buffer.insert(PriorityUpdate { stream_id, priority });
                 model.retain(|(id, _)| *id != stream_id);
                 let expected = if capacity == 0 {
@@ -126,7 +127,7 @@ proptest! {
                 };
                 prop_assert_eq!(dropped, expected);
             } else {
-                let taken = buffer.take(stream_id).map(Priority::urgency);
+                let taken = buffer.take(stream_id).map(|p| p.urgency().get());
                 let at = model.iter().position(|(id, _)| *id == stream_id);
                 prop_assert_eq!(taken, at.map(|at| model.remove(at).1));
             }

@@ -29,10 +29,11 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use mpquic_core::{Config, Endpoint, PathStats, PathStatus};
+use mpquic_core::{Config, Endpoint, PathStats, PathStatus, SelfSigned, ServerConfig};
 use rustls::pki_types::CertificateDer;
 use serde_json::json;
 
@@ -113,10 +114,17 @@ fn parse_local(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("not an address: {text:?} (e.g. 10.0.1.1 or 10.0.1.1:0)"))
 }
 
+/// The server's TLS with `certificate` and its transport settings.
+fn server_config(args: &Args, certificate: &SelfSigned) -> Result<ServerConfig, BoxError> {
+    let mut tls = certificate.server_config()?;
+    tls.transport_config(Arc::new(config(args, 8)?));
+    Ok(tls)
+}
+
 fn config(args: &Args, paths: usize) -> Result<Config, BoxError> {
     let mut config = Config::default();
     config
-        .scheduler(&args.scheduler)?
+        .scheduler(args.scheduler.parse()?)
         .max_paths(paths.max(8))?
         .congestion_control(args.cc.parse()?)
         .delivery_reports(!args.no_delivery_reports);
@@ -151,8 +159,11 @@ fn client_locals(args: &Args) -> Result<Vec<SocketAddr>, BoxError> {
 async fn serve(server: Endpoint, sessions: u64, report: bool) {
     let mut served = 0;
     while sessions == 0 || served < sessions {
-        let Some(conn) = server.accept().await else {
+        let Some(incoming) = server.accept().await else {
             break;
+        };
+        let Ok(conn) = incoming.await else {
+            continue;
         };
         served += 1;
         let task = tokio::spawn(async move {
@@ -300,8 +311,8 @@ async fn client(
             "sha256_match": sent.matched,
         })
     );
-    conn.close(0, b"done");
-    endpoint.close();
+    conn.close(0u32.into(), b"done");
+    endpoint.close(0u32.into(), b"");
     Ok(sent.matched)
 }
 
@@ -334,27 +345,27 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     let default_addr: SocketAddr = DEFAULT_PORT_ADDR.parse()?;
     match args.role {
         Role::Both => {
-            let (cert, key) = transfer::certificate()?;
+            let certificate = SelfSigned::new(&["localhost"])?;
             let listen = if args.remote.is_empty() {
                 vec![SocketAddr::from(([127, 0, 0, 1], 0))]
             } else {
                 args.remote.clone()
             };
-            let server = Endpoint::server(&listen, config(&args, 8)?, vec![cert.clone()], key)?;
+            let server = Endpoint::new(&listen, Some(server_config(&args, &certificate)?))?;
             let remotes = server.local_addrs();
             tokio::spawn(serve(server, 1, false));
-            client(&args, cert, &remotes).await
+            client(&args, certificate.cert_der(), &remotes).await
         }
         Role::Server => {
-            let (cert, key) = transfer::certificate()?;
-            std::fs::write(&args.cert, cert.as_ref())
+            let certificate = SelfSigned::new(&["localhost"])?;
+            std::fs::write(&args.cert, certificate.cert_der().as_ref())
                 .map_err(|e| format!("writing {}: {e}", args.cert.display()))?;
             let listen = if args.local.is_empty() {
                 vec![default_addr]
             } else {
                 args.local.clone()
             };
-            let server = Endpoint::server(&listen, config(&args, 8)?, vec![cert], key)?;
+            let server = Endpoint::new(&listen, Some(server_config(&args, &certificate)?))?;
             eprintln!("bulk server: listening on {:?}", server.local_addrs());
             serve(server, args.sessions, true).await;
             Ok(true)

@@ -19,9 +19,10 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
-use mpquic_core::Endpoint;
+use mpquic_core::{Endpoint, ServerConfig};
 use mpquic_replay::{
     har, quinn_server, self_signed, transport_config, Page, PageServer, Transport,
 };
@@ -118,7 +119,9 @@ pub async fn serve(
         !serving.flags.no_delivery_reports,
         !serving.flags.no_reinjection,
     )?;
-    let endpoint = Endpoint::server(serving.listen, config, vec![cert.clone()], key)?;
+    let mut tls = ServerConfig::with_single_cert(vec![cert.clone()], key)?;
+    tls.transport_config(Arc::new(config));
+    let endpoint = Endpoint::new(serving.listen, Some(tls))?;
     write_cert()?;
     bound(&format!(
         "{} objects on {:?} with {}",

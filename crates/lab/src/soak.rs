@@ -51,8 +51,10 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use mpquic_core::wire::{self, Frame, Params};
-use mpquic_core::{Config, Connection, Endpoint, PathId, PathStatus, RecvStream, SendStream};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use mpquic_core::{
+    Config, Connection, Endpoint, PathConfig, PathId, PathStatus, RecvStream, SelfSigned,
+    SendStream,
+};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
@@ -462,11 +464,10 @@ struct SoakServer {
 impl SoakServer {
     fn start(
         config: Config,
-        cert: CertificateDer<'static>,
-        key: PrivateKeyDer<'static>,
+        tls: &Tls,
     ) -> Result<(Arc<Self>, tokio::task::JoinHandle<()>), BoxError> {
-        let endpoint = Endpoint::server(&[local(1, 0)], config, vec![cert], key)?;
-        let addr = endpoint.local_addrs()[0];
+        let endpoint = tls.server(config)?;
+        let addr = endpoint.local_addr()?;
         let server = Arc::new(Self {
             endpoint: Arc::new(endpoint),
             addr,
@@ -504,7 +505,10 @@ impl SoakServer {
 }
 
 async fn accept_sessions(server: Arc<SoakServer>) {
-    while let Some(conn) = server.endpoint.accept().await {
+    while let Some(incoming) = server.endpoint.accept().await {
+        let Ok(conn) = incoming.await else {
+            continue;
+        };
         server.accepted.fetch_add(1, Ordering::AcqRel);
         tokio::spawn(serve_session(server.clone(), conn));
     }
@@ -661,7 +665,7 @@ async fn run_session(
     outcome.connected = true;
     let second = async {
         Ok(conn
-            .open_path(local(2, 0), server, PathStatus::Available)
+            .open_path(&PathConfig::new(local(2, 0), server))
             .await?)
     };
     match timed(PATH_TIMEOUT, second).await {
@@ -703,7 +707,7 @@ async fn run_session(
     if lost > 0 {
         tally.fail(lost, format!("{lost} stream tasks panicked"));
     }
-    conn.close(0, b"round done");
+    conn.close(0u32.into(), b"round done");
     outcome
 }
 
@@ -818,7 +822,7 @@ async fn run_churn(
     let accepted_before = soak.server.accepted.load(Ordering::Acquire);
     let setup = async {
         let conn = soak.client.connect(server, "localhost")?.await?;
-        conn.open_path(from, server, PathStatus::Available).await?;
+        conn.open_path(&PathConfig::new(from, server)).await?;
         Ok(conn)
     };
     let conn = match timed(CONNECT_TIMEOUT + PATH_TIMEOUT, setup).await {
@@ -842,7 +846,7 @@ async fn run_churn(
                 transfers.note(format!("churn {churn}: close_path: {e}"));
             }
         }
-        let reopen = async { Ok(conn.open_path(from, server, PathStatus::Available).await?) };
+        let reopen = async { Ok(conn.open_path(&PathConfig::new(from, server)).await?) };
         if let Err(e) = timed(PATH_TIMEOUT, reopen).await {
             open_failed += 1;
             transfers.note(format!("churn {churn}: open_path: {e}"));
@@ -885,7 +889,7 @@ async fn run_churn(
             }));
         }
     }
-    conn.close(0, b"churn done");
+    conn.close(0u32.into(), b"churn done");
     drop(conn);
     let closed = soak
         .server
@@ -1067,22 +1071,19 @@ struct CaseServer {
 
 impl CaseServer {
     fn start(config: Config, tls: &Tls) -> Result<Self, BoxError> {
-        let endpoint = Endpoint::server(
-            &[local(1, 0)],
-            config,
-            vec![tls.cert.clone()],
-            tls.key.clone_key(),
-        )?;
-        let addr = endpoint.local_addrs()[0];
+        let endpoint = tls.server(config)?;
+        let addr = endpoint.local_addr()?;
         Ok(Self { endpoint, addr })
     }
 
     async fn accept(&self) -> Result<Connection, BoxError> {
         timed(CONNECT_TIMEOUT, async {
-            self.endpoint
+            let incoming = self
+                .endpoint
                 .accept()
                 .await
-                .ok_or_else(|| "server endpoint stopped".into())
+                .ok_or("server endpoint stopped")?;
+            Ok(incoming.await?)
         })
         .await
     }
@@ -1148,7 +1149,7 @@ async fn run_chunk_case(
     drop(server_conn);
     let after = settled_figures().await;
     peer.endpoint.close(0u32.into(), b"");
-    server.endpoint.close();
+    server.endpoint.close(0u32.into(), b"");
 
     let summary = format!(
         "server closed: {} | {sent} of {} chunks sent ({sent_bytes} bytes), server took in \
@@ -1203,13 +1204,13 @@ async fn case_sparse_bytes(tls: &Tls, count: u64) -> Result<CaseReport, BoxError
 /// which arrives only if reading the reset streams gave their bytes back to the window.
 async fn case_reset_streams(tls: &Tls, count: usize) -> Result<CaseReport, BoxError> {
     const MIB: u64 = 1 << 20;
-    const RESET_CODE: u64 = 7;
+    const RESET_CODE: u32 = 7;
     let mut config = Config::default();
     config
         .receive_window(count as u64 * MIB)?
         .stream_receive_window(4 * MIB)?;
     let server = CaseServer::start(config, tls)?;
-    let client = Endpoint::client(&[local(1, 0)], Config::default(), tls.roots.clone())?;
+    let client = tls.client()?;
     let before = settled_figures().await;
     let start = Instant::now();
     let conn = timed(CONNECT_TIMEOUT, async {
@@ -1229,7 +1230,7 @@ async fn case_reset_streams(tls: &Tls, count: usize) -> Result<CaseReport, BoxEr
                 send.path_bytes().values().sum::<u64>() >= MIB
             })
             .await;
-            send.reset(RESET_CODE)?;
+            send.reset(RESET_CODE.into())?;
             Ok(all_out)
         };
         match timed(CASE_TIMEOUT, sending).await {
@@ -1270,13 +1271,13 @@ async fn case_reset_streams(tls: &Tls, count: usize) -> Result<CaseReport, BoxEr
     let held = settled_figures().await;
     let close = conn.close_reason().map(|e| e.to_string());
     let server_error = server_conn.close_reason().map(|e| e.to_string());
-    conn.close(0, b"case over");
+    conn.close(0u32.into(), b"case over");
     drop(conn);
     let _ = tokio::time::timeout(CONNECT_TIMEOUT, server_conn.closed()).await;
     drop(server_conn);
     let after = settled_figures().await;
-    client.close();
-    server.endpoint.close();
+    client.close(0u32.into(), b"");
+    server.endpoint.close(0u32.into(), b"");
 
     let delivered_text = match &delivered {
         Ok(true) => "delivered intact".to_string(),
@@ -1375,7 +1376,7 @@ async fn case_abandoned_sessions(tls: &Tls, count: usize) -> Result<CaseReport, 
     peer.endpoint.close(0u32.into(), b"");
     let after = settled_figures().await;
     acceptor.abort();
-    server.endpoint.close();
+    server.endpoint.close(0u32.into(), b"");
     let welcomed = welcomed.load(Ordering::Relaxed);
     let summary = format!(
         "{count} attempts in {seconds:.1} s: {} | sessions the server accepted after all: \
@@ -1428,17 +1429,29 @@ async fn run_adversarial(tls: &Tls, plan: &AdversarialPlan, report: &mut Report)
 
 /// The self-signed certificate every server here uses, and the roots that trust it.
 struct Tls {
-    cert: CertificateDer<'static>,
-    key: PrivateKeyDer<'static>,
+    certificate: SelfSigned,
     roots: rustls::RootCertStore,
 }
 
 impl Tls {
     fn new() -> Result<Self, BoxError> {
-        let (cert, key) = transfer::certificate()?;
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(cert.clone())?;
-        Ok(Self { cert, key, roots })
+        let certificate = SelfSigned::new(&["localhost"])?;
+        let roots = certificate.roots()?;
+        Ok(Self { certificate, roots })
+    }
+
+    /// A server on 127.0.0.1 with `config`.
+    fn server(&self, config: Config) -> Result<Endpoint, BoxError> {
+        let mut tls = self.certificate.server_config()?;
+        tls.transport_config(Arc::new(config));
+        Ok(Endpoint::server(tls, local(1, 0))?)
+    }
+
+    /// A client on 127.0.0.1 that trusts the servers.
+    fn client(&self) -> Result<Endpoint, BoxError> {
+        let mut endpoint = Endpoint::client(local(1, 0))?;
+        endpoint.set_default_client_config(self.certificate.client_config()?);
+        Ok(endpoint)
     }
 }
 
@@ -1449,13 +1462,8 @@ async fn run(plan: &Plan) -> Result<Report, BoxError> {
     println!("start: {baseline}");
 
     if plan.rounds > 0 || plan.churn > 0 {
-        let (server, acceptor) =
-            SoakServer::start(Config::default(), tls.cert.clone(), tls.key.clone_key())?;
-        let client = Arc::new(Endpoint::client(
-            &[local(1, 0)],
-            Config::default(),
-            tls.roots.clone(),
-        )?);
+        let (server, acceptor) = SoakServer::start(Config::default(), &tls)?;
+        let client = Arc::new(tls.client()?);
         let soak = Soak { server, client };
         println!("server and client up: {}", settled_figures().await);
         for round in 1..=plan.rounds {
@@ -1473,8 +1481,8 @@ async fn run(plan: &Plan) -> Result<Report, BoxError> {
                 report.failed_streams += failed;
             }
         }
-        soak.client.close();
-        soak.server.endpoint.close();
+        soak.client.close(0u32.into(), b"");
+        soak.server.endpoint.close(0u32.into(), b"");
         acceptor.abort();
     }
     if let Some(adversarial) = &plan.adversarial {

@@ -11,10 +11,11 @@ use std::error::Error;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpquic_core::{Config, Connection, Endpoint, PathStatus};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use mpquic_core::{ClientConfig, Config, Connection, Endpoint, PathConfig};
+use rustls::pki_types::CertificateDer;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -161,13 +162,6 @@ where
     })
 }
 
-/// A fresh self-signed certificate for `localhost` and its key.
-pub fn certificate() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), BoxError> {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
-    let key = PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
-    Ok((cert.cert.der().clone(), key.into()))
-}
-
 /// An mpquic client connected to `remotes[0]` from `locals[0]`, with one more path from each
 /// further local address (path `k` goes to `remotes[k % remotes.len()]`).
 pub async fn connect_paths(
@@ -182,12 +176,14 @@ pub async fn connect_paths(
     };
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert)?;
-    let endpoint = Endpoint::client(&[first_local], config, roots)?;
+    let mut tls = ClientConfig::with_root_certificates(Arc::new(roots))?;
+    tls.transport_config(Arc::new(config));
+    let mut endpoint = Endpoint::client(first_local)?;
+    endpoint.set_default_client_config(tls);
     let conn = endpoint.connect(first_remote, "localhost")?.await?;
     for (k, local) in locals.iter().enumerate().skip(1) {
         let remote = remotes[k % remotes.len()];
-        conn.open_path(*local, remote, PathStatus::Available)
-            .await?;
+        conn.open_path(&PathConfig::new(*local, remote)).await?;
     }
     Ok((endpoint, conn))
 }

@@ -1,13 +1,14 @@
 //! Connection settings: scheduler, limits, windows, failure detection, priors, congestion control.
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_proto::wire::Params;
 use mpquic_proto::{ReinjectionConfig, TransportConfig};
-use mpquic_sched::{Scheduler, SchedulerKind, MAX_PATHS};
+use mpquic_sched::{PathStatus, Scheduler, SchedulerKind, MAX_PATHS};
 use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 
 use crate::bbr::BbrConfig;
@@ -162,7 +163,7 @@ impl FromStr for CongestionControl {
 /// use std::time::Duration;
 /// let mut config = mpquic_core::Config::default();
 /// config
-///     .scheduler("priority-bucket")?
+///     .scheduler(mpquic_core::SchedulerKind::Lrf)
 ///     .max_paths(4)?
 ///     .rtt_prior(Duration::from_millis(30))?
 ///     .congestion_control("newreno".parse()?);
@@ -235,16 +236,14 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
-    /// Selects a built-in scheduler by name (`priority-bucket`, `lrf`, `sa-ecf`, `wrr`, `sec`,
-    /// `round-robin`, `priority-bucket-paper`).
+    /// Selects a built-in scheduler (a name parses into one: `"lrf".parse()?`).
     ///
     /// # Default
-    /// `priority-bucket`.
-    pub fn scheduler(&mut self, name: &str) -> Result<&mut Self, ConfigError> {
-        let kind: SchedulerKind = name.parse()?;
+    /// [`SchedulerKind::PriorityBucket`].
+    pub fn scheduler(&mut self, kind: SchedulerKind) -> &mut Self {
         self.scheduler_name = kind.name().to_owned();
         self.scheduler = Arc::new(move || kind.build());
-        Ok(self)
+        self
     }
 
     /// Uses a scheduler of your own; `factory` builds one per connection.
@@ -543,6 +542,42 @@ impl Config {
         }
         self.max_half_open = connections;
         Ok(self)
+    }
+}
+
+/// A path to open ([`Connection::open_path`](crate::Connection::open_path)): from a local
+/// address (port 0 picks a free port) to the server's, available or backup, with the
+/// connection's congestion controller or one of its own.
+#[derive(Debug, Clone)]
+pub struct PathConfig {
+    pub(crate) local: SocketAddr,
+    pub(crate) remote: SocketAddr,
+    pub(crate) status: PathStatus,
+    pub(crate) congestion: Option<CongestionControl>,
+}
+
+impl PathConfig {
+    /// An available path from `local` to `remote`, with the connection's congestion control.
+    pub fn new(local: SocketAddr, remote: SocketAddr) -> Self {
+        Self {
+            local,
+            remote,
+            status: PathStatus::Available,
+            congestion: None,
+        }
+    }
+
+    /// Available (used whenever the scheduler wants it) or backup (used only while no
+    /// available path is up); a path cannot start [`PathStatus::Down`].
+    pub fn status(&mut self, status: PathStatus) -> &mut Self {
+        self.status = status;
+        self
+    }
+
+    /// This path's own congestion controller for what the client sends on it.
+    pub fn congestion_control(&mut self, congestion: CongestionControl) -> &mut Self {
+        self.congestion = Some(congestion);
+        self
     }
 }
 

@@ -19,19 +19,23 @@ use std::time::{Duration, Instant};
 
 use mpquic_proto::wire::{ChunkDecoder, FrameDecoder};
 use mpquic_proto::{Action, PathCounters, PathEvent, Step};
-use mpquic_sched::{PathId, PathStatus, StreamId};
+use mpquic_sched::{PathId, PathSet, PathStatus, Priority, StreamId, Urgency};
+use quinn::VarInt;
 use tokio::sync::{broadcast, mpsc, Notify};
 use tracing::Instrument;
 
-use crate::config::{Config, CongestionControl};
+use crate::config::{Config, PathConfig};
 use crate::endpoint::EndpointInner;
 use crate::error::{
-    codes, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError, WriteError,
+    codes, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError, ReadFrameError,
+    SetupError, WriteError,
 };
+use crate::path_events::PathEvents;
 use crate::session;
 use crate::stream::{RecvStream, SendStream};
 use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
-use crate::wire::{self, Frame, Params, SessionId, WireError};
+use crate::tls::ClientConfig;
+use crate::wire::{self, Frame, Params, SessionId};
 use crate::Side;
 
 /// The quinn priority of a path's control stream: above every chunk stream's
@@ -185,6 +189,17 @@ impl Inner {
     }
 
     /// A path's numbers: the core's counters and status with the transport's estimates.
+    /// The peer's address on the lowest-numbered path that is up, else on the last path closed.
+    fn remote_address(&self) -> SocketAddr {
+        match self.paths.values().next() {
+            Some(path) => path.conn.remote_address(),
+            None => self
+                .closed_paths
+                .back()
+                .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |p| p.remote),
+        }
+    }
+
     fn path_stats(
         &self,
         id: PathId,
@@ -315,7 +330,7 @@ impl Inner {
 
 /// A close code as quinn takes it (codes above 2^62 - 1 cannot be sent; they become the
 /// largest one).
-fn varint(code: u64) -> quinn::VarInt {
+pub(crate) fn varint(code: u64) -> quinn::VarInt {
     quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::MAX)
 }
 
@@ -351,7 +366,16 @@ pub(crate) struct Shared {
     pub(crate) changed: Notify,
     pub(crate) session: SessionId,
     pub(crate) secret: [u8; session::SECRET_LEN],
+    /// The sockets of the endpoint it belongs to (paths of a client bind there).
     pub(crate) endpoint: Arc<EndpointInner>,
+    /// How a client opens more paths; `None` on the server.
+    dialer: Option<Dialer>,
+}
+
+/// What a client's further paths connect with: the configuration of its first path and the
+/// server name that path verified.
+pub(crate) struct Dialer {
+    pub(crate) config: ClientConfig,
     pub(crate) server_name: String,
 }
 
@@ -361,7 +385,7 @@ impl Shared {
         session: SessionId,
         secret: [u8; session::SECRET_LEN],
         endpoint: Arc<EndpointInner>,
-        server_name: String,
+        dialer: Option<Dialer>,
     ) -> Arc<Self> {
         let shared = Arc::new(Self {
             state: Mutex::new(state),
@@ -370,7 +394,7 @@ impl Shared {
             session,
             secret,
             endpoint,
-            server_name,
+            dialer,
         });
         let span = tracing::debug_span!("mpquic", session = session.0);
         tokio::spawn(drive(shared.clone()).instrument(span));
@@ -389,56 +413,58 @@ impl Shared {
         self.changed.notify_waiters();
     }
 
-    /// Opens a path from `local` to `remote` and joins it to this session (client only).
+    /// Opens the path `config` describes and joins it to this session (client only).
     pub(crate) async fn join_path(
         self: &Arc<Self>,
-        local: SocketAddr,
-        remote: SocketAddr,
-        status: PathStatus,
-        congestion: Option<&CongestionControl>,
+        config: &PathConfig,
     ) -> Result<PathId, PathError> {
+        let PathConfig {
+            local,
+            remote,
+            status,
+            ref congestion,
+        } = *config;
         if status == PathStatus::Down {
-            return Err(PathError::Handshake("a new path cannot start down".into()));
+            return Err(PathError::StatusDown);
         }
-        {
+        let dialer = self.dialer.as_ref().ok_or(PathError::NotClient)?;
+        let params = {
             let state = self.lock();
-            if state.core.side() != Side::Client {
-                return Err(PathError::NotClient);
-            }
             if let Some(e) = state.error() {
                 return Err(PathError::Closed(e));
             }
             if state.paths.len() >= state.config.max_paths {
                 return Err(PathError::TooManyPaths(state.config.max_paths));
             }
-        }
-        let shared = self;
-        let telemetry = shared.endpoint.new_telemetry();
-        let (conn, local) = shared
-            .endpoint
-            .connect_quinn(local, remote, &shared.server_name, &telemetry, congestion)
-            .await?;
-        let exported = session::exporter(&conn, shared.session)
-            .ok_or_else(|| PathError::Handshake("TLS exporter unavailable".into()))?;
+            state.config.params()
+        };
+        let telemetry = dialer.config.transport.new_telemetry();
+        let (connecting, local) = self.endpoint.start_quinn(
+            &dialer.config,
+            local,
+            remote,
+            &dialer.server_name,
+            &telemetry,
+            congestion.as_ref(),
+        )?;
+        let conn = connecting.await?;
+        let exported = session::exporter(&conn, self.session).ok_or(SetupError::NoExporter)?;
         let join = Frame::Join {
-            session: shared.session,
-            proof: session::proof(&shared.secret, shared.session, &exported),
-            params: shared.endpoint.config.params(),
+            session: self.session,
+            proof: session::proof(&self.secret, self.session, &exported),
+            params,
         };
         let (send, recv, answer) = exchange(&conn, join).await.map_err(|e| match e {
             SetupFailure::Refused { code, reason } => PathError::Refused { code, reason },
-            SetupFailure::Other(reason) => PathError::Handshake(reason),
+            SetupFailure::Other(e) => PathError::Setup(e),
         })?;
         match answer {
             Some(Frame::Joined { path }) => {
                 let id = PathId(path);
                 if let Err(e) =
-                    shared.add_path(id, conn.clone(), telemetry, send, recv, local, status)
+                    self.add_path(id, conn.clone(), telemetry, send, recv, local, status)
                 {
-                    conn.close(
-                        quinn::VarInt::from_u64(codes::PATH_CLOSED).unwrap_or_default(),
-                        b"connection closed",
-                    );
+                    conn.close(varint(codes::PATH_CLOSED), b"connection closed");
                     return Err(PathError::Closed(e));
                 }
                 if status == PathStatus::Backup {
@@ -452,13 +478,9 @@ impl Shared {
             }
             Some(Frame::Refused { code, reason }) => Err(PathError::Refused { code, reason }),
             other => {
-                conn.close(
-                    quinn::VarInt::from_u64(codes::PROTOCOL_VIOLATION).unwrap_or_default(),
-                    b"expected Joined",
-                );
-                Err(PathError::Handshake(format!(
-                    "unexpected answer to a join: {other:?}"
-                )))
+                tracing::debug!(?other, "unexpected answer to a join");
+                conn.close(varint(codes::PROTOCOL_VIOLATION), b"expected Joined");
+                Err(SetupError::UnexpectedAnswer.into())
             }
         }
     }
@@ -568,7 +590,7 @@ pub(crate) fn session_end(error: &quinn::ConnectionError) -> Option<ConnectionEr
     match code {
         codes::PATH_CLOSED | codes::PATH_FAILED => None,
         codes::SESSION_IDLE => Some(ConnectionError::TimedOut),
-        code if code >= codes::FIRST_RESERVED => {
+        code if codes::RESERVED.contains(&code) => {
             Some(ConnectionError::PeerReportedError { code, reason })
         }
         code => Some(ConnectionError::ApplicationClosed { code, reason }),
@@ -696,18 +718,17 @@ impl Connection {
         .await
     }
 
-    /// Sets the RFC 9218 urgency (0 to 7) and incremental flag of a stream this side sends on,
-    /// by id: for code that holds the stream only through another layer (e.g. an `h3` server).
-    pub fn set_stream_urgency(
+    /// Sets the RFC 9218 priority of a stream this side sends on, by id: for code that holds
+    /// the stream only through another layer (e.g. an `h3` server).
+    pub fn set_stream_priority(
         &self,
         stream: StreamId,
-        urgency: u8,
-        incremental: bool,
+        priority: Priority,
     ) -> Result<(), WriteError> {
         self.shared
             .lock()
             .core
-            .set_urgency(stream.0, urgency, incremental, Instant::now())
+            .set_priority(stream.0, priority, Instant::now())
     }
 
     /// Tells the scheduler the total size of a stream this side sends on, by id (see
@@ -719,48 +740,44 @@ impl Connection {
             .set_size_hint(stream.0, bytes, Instant::now())
     }
 
-    /// Tells the scheduler, by id, the most urgent request (urgency 0 to 7) the peer makes once
-    /// it has this stream (see [`SendStream::set_leads_to`]).
-    pub fn set_stream_leads_to(&self, stream: StreamId, urgency: u8) -> Result<(), WriteError> {
+    /// Tells the scheduler, by id, the most urgent request the peer makes once it has this
+    /// stream (see [`SendStream::set_leads_to`]).
+    pub fn set_stream_leads_to(
+        &self,
+        stream: StreamId,
+        urgency: Urgency,
+    ) -> Result<(), WriteError> {
         self.shared
             .lock()
             .core
             .set_leads_to(stream.0, urgency, Instant::now())
     }
 
-    /// Opens one more path from `local` to `remote` and joins it to this session (client only).
-    pub async fn open_path(
+    /// Keeps a stream this side sends on to `paths`, by id (see [`SendStream::set_paths`]).
+    pub fn set_stream_paths(
         &self,
-        local: SocketAddr,
-        remote: SocketAddr,
-        status: PathStatus,
-    ) -> Result<PathId, PathError> {
-        self.open_path_inner(local, remote, status, None).await
-    }
-
-    /// Like [`open_path`](Self::open_path), with this path's own congestion controller for what
-    /// the client sends on it (the config's otherwise).
-    pub async fn open_path_with_congestion(
-        &self,
-        local: SocketAddr,
-        remote: SocketAddr,
-        status: PathStatus,
-        congestion: CongestionControl,
-    ) -> Result<PathId, PathError> {
-        self.open_path_inner(local, remote, status, Some(&congestion))
-            .await
-    }
-
-    async fn open_path_inner(
-        &self,
-        local: SocketAddr,
-        remote: SocketAddr,
-        status: PathStatus,
-        congestion: Option<&CongestionControl>,
-    ) -> Result<PathId, PathError> {
+        stream: StreamId,
+        paths: Option<PathSet>,
+    ) -> Result<(), WriteError> {
         self.shared
-            .join_path(local, remote, status, congestion)
-            .await
+            .lock()
+            .core
+            .set_paths(stream.0, paths, Instant::now())
+    }
+
+    /// Opens one more path, as `config` says, and joins it to this session (client only).
+    ///
+    /// ```no_run
+    /// # async fn demo(conn: mpquic_core::Connection) -> Result<(), mpquic_core::PathError> {
+    /// use mpquic_core::{PathConfig, PathStatus};
+    /// let mut lte = PathConfig::new("10.0.2.1:0".parse().unwrap(), "192.0.2.1:4433".parse().unwrap());
+    /// lte.status(PathStatus::Backup);
+    /// let path = conn.open_path(&lte).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn open_path(&self, config: &PathConfig) -> Result<PathId, PathError> {
+        self.shared.join_path(config).await
     }
 
     /// Closes one path; its unacknowledged data is re-sent on the others.
@@ -782,9 +799,7 @@ impl Connection {
     /// Makes a path available or backup (used only while no available path is up), on both ends.
     pub fn set_path_status(&self, path: PathId, status: PathStatus) -> Result<(), PathError> {
         if status == PathStatus::Down {
-            return Err(PathError::Handshake(
-                "use close_path to take a path down".into(),
-            ));
+            return Err(PathError::StatusDown);
         }
         self.shared
             .lock()
@@ -814,19 +829,36 @@ impl Connection {
         paths
     }
 
-    /// Path events from now on (a lagging receiver loses the oldest).
-    pub fn path_events(&self) -> broadcast::Receiver<PathEvent> {
-        self.shared.lock().events.subscribe()
+    /// Path events from now on.
+    pub fn path_events(&self) -> PathEvents {
+        PathEvents::new(self.shared.lock().events.subscribe())
     }
 
-    /// Closes the connection on every path with an application `code` (below
-    /// [`codes::FIRST_RESERVED`]) and `reason`.
-    pub fn close(&self, code: u64, reason: &[u8]) {
-        self.shared.close_all(
-            ConnectionError::LocallyClosed,
-            code.min(codes::FIRST_RESERVED - 1),
-            reason,
-        );
+    /// The peer's address on the lowest-numbered path that is up (the first path while it
+    /// lasts); the last known one once every path is down.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.shared.lock().remote_address()
+    }
+
+    /// What the TLS handshake of the lowest-numbered path that is up negotiated (every path
+    /// shares the session's TLS configuration): for rustls, a
+    /// `quinn::crypto::rustls::HandshakeData` with the ALPN protocol and server name.
+    pub fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
+        let state = self.shared.lock();
+        let (_, path) = state.paths.iter().next()?;
+        path.conn.handshake_data()
+    }
+
+    /// Closes the connection on every path with an application `code` and `reason`. The
+    /// codes of [`codes::RESERVED`] are mpquic's own: the peer reads one of them as mpquic's
+    /// error of that code.
+    pub fn close(&self, code: VarInt, reason: &[u8]) {
+        self.close_with(code.into_inner(), reason);
+    }
+
+    pub(crate) fn close_with(&self, code: u64, reason: &[u8]) {
+        self.shared
+            .close_all(ConnectionError::LocallyClosed, code, reason);
     }
 
     /// Waits until the connection is over and says why.
@@ -1073,7 +1105,8 @@ async fn rejoin(shared: Arc<Shared>, r: Rejoin) {
             return;
         }
         let started = Instant::now();
-        let attempt = shared.join_path(r.local, r.remote, PathStatus::Available, None);
+        let path = PathConfig::new(r.local, r.remote);
+        let attempt = shared.join_path(&path);
         match tokio::time::timeout(r.attempt, attempt).await {
             Ok(Ok(path)) => {
                 tracing::info!(path = path.0, remote = %r.remote, "failed path joined again");
@@ -1109,17 +1142,6 @@ async fn write_control(
     }
 }
 
-/// Why [`read_frame`] failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReadFrameError {
-    /// The quinn stream failed.
-    #[error(transparent)]
-    Read(#[from] quinn::ReadError),
-    /// The bytes are not a frame.
-    #[error(transparent)]
-    Wire(#[from] WireError),
-}
-
 /// Reads one control frame from a quinn stream, a byte at a time so that nothing after it is
 /// taken from the stream: how a path's first frame (a new session, a join, or the answer to
 /// either) is read before the control stream's reader starts, and how a tool that speaks the
@@ -1144,8 +1166,8 @@ pub async fn read_frame(recv: &mut quinn::RecvStream) -> Result<Option<Frame>, R
 enum SetupFailure {
     /// The server closed the path with a code (how it refuses sessions and joins).
     Refused { code: u64, reason: String },
-    /// Anything else, as text.
-    Other(String),
+    /// Anything else.
+    Other(SetupError),
 }
 
 /// Opens a new path's control stream, sends `frame` and reads the server's answer.
@@ -1154,43 +1176,43 @@ async fn exchange(
     frame: Frame,
 ) -> Result<(quinn::SendStream, quinn::RecvStream, Option<Frame>), SetupFailure> {
     let result = async {
-        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+        let (mut send, mut recv) = conn.open_bi().await.map_err(SetupError::Open)?;
         let mut buf = Vec::new();
-        frame.encode(&mut buf).map_err(|e| e.to_string())?;
-        send.write_all(&buf).await.map_err(|e| e.to_string())?;
-        let answer = read_frame(&mut recv).await.map_err(|e| e.to_string())?;
-        Ok::<_, String>((send, recv, answer))
+        frame.encode(&mut buf).map_err(SetupError::Encode)?;
+        send.write_all(&buf).await.map_err(SetupError::Write)?;
+        let answer = read_frame(&mut recv).await.map_err(SetupError::Read)?;
+        Ok::<_, SetupError>((send, recv, answer))
     }
     .await;
-    result.map_err(|reason| match conn.close_reason() {
+    result.map_err(|error| match conn.close_reason() {
         // A refusal arrives as the quinn connection's close.
         Some(quinn::ConnectionError::ApplicationClosed(close)) => SetupFailure::Refused {
             code: close.error_code.into_inner(),
             reason: String::from_utf8_lossy(&close.reason).into_owned(),
         },
-        _ => SetupFailure::Other(reason),
+        _ => SetupFailure::Other(error),
     })
 }
 
 /// How the client's first path becomes a session.
 pub(crate) async fn client_handshake(
     endpoint: Arc<EndpointInner>,
+    config: ClientConfig,
+    connecting: quinn::Connecting,
+    telemetry: Arc<Telemetry>,
     local: SocketAddr,
-    remote: SocketAddr,
     server_name: String,
 ) -> Result<Connection, ConnectionError> {
-    let telemetry = endpoint.new_telemetry();
-    let (conn, local) = endpoint
-        .connect_quinn(local, remote, &server_name, &telemetry, None)
+    let conn = connecting
         .await
         .map_err(|e| ConnectionError::Handshake(e.to_string()))?;
-    let local_params = endpoint.config.params();
+    let local_params = config.transport.params();
     let new_session = Frame::NewSession {
         params: local_params,
     };
     let (send, recv, answer) = exchange(&conn, new_session).await.map_err(|e| match e {
         SetupFailure::Refused { code, reason } => ConnectionError::Refused { code, reason },
-        SetupFailure::Other(reason) => ConnectionError::Handshake(reason),
+        SetupFailure::Other(e) => ConnectionError::Handshake(e.to_string()),
     })?;
     match answer {
         Some(Frame::Welcome {
@@ -1199,8 +1221,13 @@ pub(crate) async fn client_handshake(
             path,
             params,
         }) => {
-            let state = Inner::new(Side::Client, endpoint.config.clone(), local_params, params);
-            let shared = Shared::new(state, session, secret, endpoint, server_name);
+            let transport = config.transport.clone();
+            let state = Inner::new(Side::Client, transport, local_params, params);
+            let dialer = Dialer {
+                config,
+                server_name,
+            };
+            let shared = Shared::new(state, session, secret, endpoint, Some(dialer));
             let connection = Connection::new(shared.clone());
             shared.add_path(
                 PathId(path),
@@ -1214,8 +1241,11 @@ pub(crate) async fn client_handshake(
             Ok(connection)
         }
         Some(Frame::Refused { code, reason }) => Err(ConnectionError::Refused { code, reason }),
-        other => Err(ConnectionError::Handshake(format!(
-            "unexpected answer to a new session: {other:?}"
-        ))),
+        other => {
+            tracing::debug!(?other, "unexpected answer to a new session");
+            Err(ConnectionError::Handshake(
+                SetupError::UnexpectedAnswer.to_string(),
+            ))
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,16 +11,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use mpquic_sched::{PathId, PathStatus};
-use quinn::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use quinn::{TransportConfig, VarInt};
+use quinn::VarInt;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::config::{Config, CongestionControl};
+use crate::config::CongestionControl;
 use crate::connection::{client_handshake, read_frame, Connection, Inner, Shared};
-use crate::error::{codes, ConfigError, ConnectionError, PathError};
+use crate::error::{codes, ConnectionError, PathError};
 use crate::session;
 use crate::telemetry::Telemetry;
+use crate::tls::{ClientConfig, ServerConfig};
 use crate::wire::{Frame, SessionId};
 use crate::Side;
 
@@ -30,8 +31,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const ACCEPT_QUEUE: usize = 64;
 
 pub(crate) struct EndpointInner {
-    pub(crate) config: Arc<Config>,
-    client_tls: Option<quinn::ClientConfig>,
     server: Option<ServerSide>,
     bound: Mutex<Vec<Bound>>,
 }
@@ -45,7 +44,7 @@ struct Bound {
 }
 
 struct ServerSide {
-    tls: quinn::ServerConfig,
+    config: ServerConfig,
     sessions: Mutex<HashMap<SessionId, Weak<Shared>>>,
     accepted: mpsc::Sender<Connection>,
     /// Connections accepted from quinn that are not yet a session or a path.
@@ -98,38 +97,23 @@ impl Drop for PendingSession {
 }
 
 impl EndpointInner {
-    pub(crate) fn new_telemetry(&self) -> Arc<Telemetry> {
-        self.config.new_telemetry()
-    }
-
-    /// quinn's settings for one path, reporting to `telemetry`.
-    fn transport(
+    /// Starts a quinn connection from `local` to `remote` (binding `local` if needed) with the
+    /// TLS of `client` and its settings, the path's own congestion controller if it has one,
+    /// reporting to `telemetry`. Returns it with the address it was bound to.
+    pub(crate) fn start_quinn(
         &self,
-        telemetry: &Arc<Telemetry>,
-        congestion: Option<&CongestionControl>,
-    ) -> Arc<TransportConfig> {
-        self.config.quinn_transport(telemetry, congestion)
-    }
-
-    /// Connects a new quinn connection from `local` to `remote` (binding `local` if needed).
-    pub(crate) async fn connect_quinn(
-        &self,
+        client: &ClientConfig,
         local: SocketAddr,
         remote: SocketAddr,
         server_name: &str,
         telemetry: &Arc<Telemetry>,
         congestion: Option<&CongestionControl>,
-    ) -> Result<(quinn::Connection, SocketAddr), PathError> {
-        let mut tls = self.client_tls.clone().ok_or(PathError::NotClient)?;
-        tls.transport_config(self.transport(telemetry, congestion));
+    ) -> Result<(quinn::Connecting, SocketAddr), PathError> {
+        let mut tls = client.quinn.clone();
+        tls.transport_config(client.transport.quinn_transport(telemetry, congestion));
         let endpoint = self.bind_client(local, true)?;
         let bound = endpoint.local_addr().unwrap_or(local);
-        let conn = endpoint
-            .connect_with(tls, remote, server_name)
-            .map_err(|e| PathError::Handshake(e.to_string()))?
-            .await
-            .map_err(|e| PathError::Handshake(e.to_string()))?;
-        Ok((conn, bound))
+        Ok((endpoint.connect_with(tls, remote, server_name)?, bound))
     }
 
     /// The quinn endpoints this side is bound to, after releasing those bound for paths whose
@@ -160,7 +144,7 @@ impl EndpointInner {
         }
         let endpoint = quinn::Endpoint::client(local).map_err(|e| PathError::Bind {
             addr: local,
-            reason: e.to_string(),
+            source: Arc::new(e),
         })?;
         if !(on_demand && local.port() == 0) {
             bound.push(Bound {
@@ -172,13 +156,15 @@ impl EndpointInner {
     }
 }
 
-/// A client or server bound to one or more local addresses.
+/// A client, a server or both, bound to one or more local addresses.
 ///
 /// A client connects from its first address and opens further paths with
 /// [`Connection::open_path`]; a server listens on every address and accepts both new sessions and
-/// joins of further paths to existing ones.
+/// joins of further paths to existing ones. An endpoint with a [`ServerConfig`] and a default
+/// [`ClientConfig`] does both.
 pub struct Endpoint {
     inner: Arc<EndpointInner>,
+    default_client: Option<ClientConfig>,
     accepted: Option<tokio::sync::Mutex<mpsc::Receiver<Connection>>>,
 }
 
@@ -191,49 +177,16 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// A client bound to `local` addresses (port 0 picks a free port), trusting `roots`.
-    /// Must run inside a tokio runtime.
-    pub fn client(
-        local: &[SocketAddr],
-        config: Config,
-        roots: quinn::rustls::RootCertStore,
-    ) -> Result<Self, ConfigError> {
-        let tls = quinn::ClientConfig::with_root_certificates(Arc::new(roots))
-            .map_err(|e| ConfigError::Tls(e.to_string()))?;
-        let inner = Arc::new(EndpointInner {
-            config: Arc::new(config),
-            client_tls: Some(tls),
-            server: None,
-            bound: Mutex::new(Vec::new()),
-        });
-        for addr in local {
-            inner.bind_client(*addr, false).map_err(|e| match e {
-                PathError::Bind { addr, reason } => ConfigError::Bind { addr, reason },
-                other => ConfigError::Tls(other.to_string()),
-            })?;
-        }
-        Ok(Self {
-            inner,
-            accepted: None,
-        })
-    }
-
-    /// A server listening on `local` addresses with a certificate chain and its key.
-    /// Must run inside a tokio runtime.
-    pub fn server(
-        local: &[SocketAddr],
-        config: Config,
-        cert_chain: Vec<CertificateDer<'static>>,
-        key: PrivateKeyDer<'static>,
-    ) -> Result<Self, ConfigError> {
-        let tls = quinn::ServerConfig::with_single_cert(cert_chain, key)
-            .map_err(|e| ConfigError::Tls(e.to_string()))?;
+    /// An endpoint bound to each of `local` (port 0 picks a free port), accepting sessions if it
+    /// has a `server` configuration. Must run inside a tokio runtime.
+    ///
+    /// # Errors
+    /// An address cannot be bound.
+    pub fn new(local: &[SocketAddr], server: Option<ServerConfig>) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
         let inner = Arc::new(EndpointInner {
-            config: Arc::new(config),
-            client_tls: None,
-            server: Some(ServerSide {
-                tls: tls.clone(),
+            server: server.map(|config| ServerSide {
+                config,
                 sessions: Mutex::new(HashMap::new()),
                 accepted: tx,
                 half_open: Arc::new(AtomicUsize::new(0)),
@@ -241,21 +194,47 @@ impl Endpoint {
             bound: Mutex::new(Vec::new()),
         });
         for addr in local {
-            let endpoint =
-                quinn::Endpoint::server(tls.clone(), *addr).map_err(|e| ConfigError::Bind {
-                    addr: *addr,
-                    reason: e.to_string(),
-                })?;
+            let endpoint = match &inner.server {
+                Some(server) => {
+                    let endpoint = quinn::Endpoint::server(server.config.quinn.clone(), *addr)?;
+                    tokio::spawn(listen(Arc::downgrade(&inner), endpoint.clone()));
+                    endpoint
+                }
+                None => quinn::Endpoint::client(*addr)?,
+            };
             inner.bound().push(Bound {
-                endpoint: endpoint.clone(),
+                endpoint,
                 on_demand: false,
             });
-            tokio::spawn(listen(Arc::downgrade(&inner), endpoint));
         }
+        let accepted = inner.server.is_some().then(|| tokio::sync::Mutex::new(rx));
         Ok(Self {
             inner,
-            accepted: Some(tokio::sync::Mutex::new(rx)),
+            default_client: None,
+            accepted,
         })
+    }
+
+    /// A client bound to `local` (port 0 picks a free port); it connects once it has a
+    /// [`ClientConfig`] ([`set_default_client_config`](Self::set_default_client_config)).
+    ///
+    /// # Errors
+    /// `local` cannot be bound.
+    pub fn client(local: SocketAddr) -> io::Result<Self> {
+        Self::new(&[local], None)
+    }
+
+    /// A server listening on `local`.
+    ///
+    /// # Errors
+    /// `local` cannot be bound.
+    pub fn server(config: ServerConfig, local: SocketAddr) -> io::Result<Self> {
+        Self::new(&[local], Some(config))
+    }
+
+    /// The configuration [`connect`](Self::connect) uses.
+    pub fn set_default_client_config(&mut self, config: ClientConfig) {
+        self.default_client = Some(config);
     }
 
     /// The addresses this endpoint is bound to: the ones it was created with, and fixed ports
@@ -268,39 +247,136 @@ impl Endpoint {
             .collect()
     }
 
-    /// Connects to a server from this endpoint's first address.
-    pub fn connect(&self, remote: SocketAddr, server_name: &str) -> Result<Connecting, PathError> {
-        let local = *self
-            .local_addrs()
+    /// The first address this endpoint is bound to.
+    ///
+    /// # Errors
+    /// It is bound to none (every address was released).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.local_addrs()
             .first()
-            .ok_or_else(|| PathError::Handshake("endpoint bound to no address".into()))?;
-        self.connect_from(local, remote, server_name)
+            .copied()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "bound to no address"))
     }
 
-    /// Connects to a server from a given local address (bound on demand).
+    /// Connects to a server from this endpoint's first address with the default
+    /// [`ClientConfig`].
+    ///
+    /// # Errors
+    /// There is no default client configuration, or quinn cannot start the connection.
+    pub fn connect(&self, remote: SocketAddr, server_name: &str) -> Result<Connecting, PathError> {
+        let config = self
+            .default_client
+            .clone()
+            .ok_or(PathError::NoClientConfig)?;
+        self.connect_with(config, remote, server_name)
+    }
+
+    /// Connects to a server from this endpoint's first address with `config`.
+    ///
+    /// # Errors
+    /// quinn cannot start the connection.
+    pub fn connect_with(
+        &self,
+        config: ClientConfig,
+        remote: SocketAddr,
+        server_name: &str,
+    ) -> Result<Connecting, PathError> {
+        let local = self.local_addr().map_err(|_| PathError::NoLocalAddress)?;
+        self.connect_from(config, local, remote, server_name)
+    }
+
+    /// Connects to a server from `local` (bound now if this endpoint is not bound to it yet)
+    /// with `config`.
+    ///
+    /// # Errors
+    /// `local` cannot be bound, or quinn cannot start the connection.
     pub fn connect_from(
         &self,
+        config: ClientConfig,
         local: SocketAddr,
         remote: SocketAddr,
         server_name: &str,
     ) -> Result<Connecting, PathError> {
-        if self.inner.client_tls.is_none() {
-            return Err(PathError::NotClient);
-        }
-        let future = client_handshake(self.inner.clone(), local, remote, server_name.to_owned());
+        let telemetry = config.transport.new_telemetry();
+        let (quinn, local) =
+            self.inner
+                .start_quinn(&config, local, remote, server_name, &telemetry, None)?;
+        let future = client_handshake(
+            self.inner.clone(),
+            config,
+            quinn,
+            telemetry,
+            local,
+            server_name.to_owned(),
+        );
         Ok(Connecting(Box::pin(future)))
     }
 
-    /// The next new session (server only); `None` once the endpoint stops.
-    pub async fn accept(&self) -> Option<Connection> {
-        self.accepted.as_ref()?.lock().await.recv().await
+    /// The next new session (servers only); `None` once the endpoint is closed, or at once on
+    /// an endpoint without a [`ServerConfig`].
+    pub async fn accept(&self) -> Option<Incoming> {
+        let connection = self.accepted.as_ref()?.lock().await.recv().await?;
+        Some(Incoming(connection))
     }
 
-    /// Stops listening and closes every quinn endpoint.
-    pub fn close(&self) {
+    /// The sessions this server holds (those not yet over).
+    pub fn open_connections(&self) -> usize {
+        let Some(server) = &self.inner.server else {
+            return 0;
+        };
+        let sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .values()
+            .filter(|s| s.upgrade().is_some_and(|s| s.lock().error().is_none()))
+            .count()
+    }
+
+    /// Stops listening and closes every quinn endpoint, with `code` and `reason` to the peers
+    /// of the paths still open.
+    pub fn close(&self, code: VarInt, reason: &[u8]) {
         for bound in self.inner.bound().iter() {
-            bound.endpoint.close(0u32.into(), b"endpoint closed");
+            bound.endpoint.close(code, reason);
         }
+    }
+
+    /// Waits until every path this endpoint is bound for has ended and told its peer (quinn's
+    /// `wait_idle` on each of its sockets).
+    pub async fn wait_idle(&self) {
+        let endpoints: Vec<quinn::Endpoint> = self
+            .inner
+            .bound()
+            .iter()
+            .map(|b| b.endpoint.clone())
+            .collect();
+        for endpoint in endpoints {
+            endpoint.wait_idle().await;
+        }
+    }
+}
+
+/// A new session a server endpoint accepted: its first path's handshake and the session
+/// frame are done. Await it for the [`Connection`], or [`refuse`](Self::refuse) it.
+#[derive(Debug)]
+pub struct Incoming(Connection);
+
+impl Incoming {
+    /// The peer's address on the session's first path.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.0.remote_address()
+    }
+
+    /// Ends the session at once, telling the peer it was refused.
+    pub fn refuse(self) {
+        self.0.close_with(codes::SESSION_REFUSED, b"refused");
+    }
+}
+
+impl std::future::IntoFuture for Incoming {
+    type Output = Result<Connection, ConnectionError>;
+    type IntoFuture = std::future::Ready<Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        std::future::ready(Ok(self.0))
     }
 }
 
@@ -332,15 +408,15 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
         let Some(server) = &inner.server else {
             return;
         };
-        let Some(half_open) = HalfOpen::try_new(&server.half_open, inner.config.max_half_open)
-        else {
+        let config = &server.config.transport;
+        let Some(half_open) = HalfOpen::try_new(&server.half_open, config.max_half_open) else {
             tracing::debug!("too many half-open connections: refusing one");
             incoming.refuse();
             continue;
         };
-        let telemetry = inner.new_telemetry();
-        let mut tls = server.tls.clone();
-        tls.transport_config(inner.transport(&telemetry, None));
+        let telemetry = config.new_telemetry();
+        let mut tls = server.config.quinn.clone();
+        tls.transport_config(config.quinn_transport(&telemetry, None));
         let local = endpoint.local_addr().unwrap_or(([0, 0, 0, 0], 0).into());
         match incoming.accept_with(Arc::new(tls)) {
             Ok(connecting) => {
@@ -406,7 +482,8 @@ async fn admit(
     let first = read_frame(&mut recv)
         .await
         .map_err(|e| Refusal::new(codes::FRAME_ENCODING, &e.to_string()))?;
-    let local_params = inner.config.params();
+    let config = &server.config.transport;
+    let local_params = config.params();
     match first {
         Some(Frame::NewSession { params }) => {
             let (session, secret) = session::new_session()
@@ -414,14 +491,13 @@ async fn admit(
             let shared = {
                 let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
                 sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error().is_none()));
-                if sessions.len() >= inner.config.max_sessions {
+                if sessions.len() >= config.max_sessions {
                     return Err(Refusal::new(codes::SESSION_LIMIT, "too many sessions"));
                 }
-                let mut state =
-                    Inner::new(Side::Server, inner.config.clone(), local_params, params);
+                let mut state = Inner::new(Side::Server, config.clone(), local_params, params);
                 // The first path is 0.
                 let _ = state.core.next_path_id();
-                let shared = Shared::new(state, session, secret, inner.clone(), String::new());
+                let shared = Shared::new(state, session, secret, inner.clone(), None);
                 sessions.insert(session, Arc::downgrade(&shared));
                 PendingSession {
                     shared,

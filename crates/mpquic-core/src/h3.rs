@@ -3,7 +3,7 @@
 //!
 //! Wrap a [`Connection`] in [`H3Connection`] and hand it to `h3::server::builder().build()` or
 //! `h3::client::new`. A server that knows a response's urgency and size tells the multipath
-//! stream before writing it, with [`Connection::set_stream_urgency`] and
+//! stream before writing it, with [`Connection::set_stream_priority`] and
 //! [`Connection::set_stream_size_hint`] on the request's stream id, so that the scheduler
 //! (PriorityBucket) can place it on the paths before its first byte is sent.
 
@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 use ::h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
 use bytes::{Buf, Bytes};
 
+use crate::connection::varint;
 use crate::error::{ConnectionError, ReadError, WriteError};
 use crate::{Connection, RecvStream, SendStream};
 
@@ -159,7 +160,7 @@ impl<B: Buf> quic::OpenStreams<B> for H3Connection {
     }
 
     fn close(&mut self, code: ::h3::error::Code, reason: &[u8]) {
-        self.conn.close(code.value(), reason);
+        self.conn.close(varint(code.value()), reason);
     }
 }
 
@@ -221,7 +222,7 @@ impl<B: Buf> quic::OpenStreams<B> for H3Opener {
     }
 
     fn close(&mut self, code: ::h3::error::Code, reason: &[u8]) {
-        self.conn.close(code.value(), reason);
+        self.conn.close(varint(code.value()), reason);
     }
 }
 
@@ -273,7 +274,7 @@ impl<B: Buf> quic::SendStream<B> for H3SendStream<B> {
     }
 
     fn reset(&mut self, reset_code: u64) {
-        let _ = self.stream.reset(reset_code);
+        let _ = self.stream.reset(varint(reset_code));
     }
 
     fn send_id(&self) -> StreamId {
@@ -303,7 +304,7 @@ impl quic::RecvStream for H3RecvStream {
     }
 
     fn stop_sending(&mut self, error_code: u64) {
-        let _ = self.stream.stop(error_code);
+        let _ = self.stream.stop(varint(error_code));
     }
 
     fn recv_id(&self) -> StreamId {

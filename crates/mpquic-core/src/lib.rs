@@ -10,24 +10,23 @@
 //!
 //! ```
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use mpquic_core::{Config, Endpoint, PathStatus};
+//! use mpquic_core::{Endpoint, PathConfig, Priority, SchedulerKind, SelfSigned, Urgency, VarInt};
+//! use std::sync::Arc;
 //!
-//! let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
-//! let cert_der = cert.cert.der().clone();
-//! let key = rustls::pki_types::PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
+//! // Your own rustls configurations work as with quinn; here, a made-up certificate.
+//! let certificate = SelfSigned::new(&["localhost"])?;
+//! let mut config = mpquic_core::Config::default();
+//! config.scheduler(SchedulerKind::PriorityBucket);
+//! let config = Arc::new(config);
 //!
-//! let mut config = Config::default();
-//! config.scheduler("priority-bucket")?;
-//! let server = Endpoint::server(
-//!     &["127.0.0.1:0".parse()?],
-//!     config.clone(),
-//!     vec![cert_der.clone()],
-//!     key.into(),
-//! )?;
-//! let server_addr = server.local_addrs()[0];
+//! let mut server_config = certificate.server_config()?;
+//! server_config.transport_config(config.clone());
+//! let server = Endpoint::server(server_config, "127.0.0.1:0".parse()?)?;
+//! let server_addr = server.local_addr()?;
 //! tokio::spawn(async move {
-//!     while let Some(conn) = server.accept().await {
+//!     while let Some(incoming) = server.accept().await {
 //!         tokio::spawn(async move {
+//!             let conn = incoming.await?;
 //!             let (mut send, mut recv) = conn.accept_bi().await?;
 //!             let request = recv.read_to_end(1024).await?;
 //!             send.set_size_hint(request.len() as u64)?;
@@ -39,19 +38,20 @@
 //!     }
 //! });
 //!
-//! let mut roots = rustls::RootCertStore::empty();
-//! roots.add(cert_der)?;
-//! let client = Endpoint::client(&["127.0.0.1:0".parse()?], config, roots)?;
+//! let mut client_config = certificate.client_config()?;
+//! client_config.transport_config(config);
+//! let mut client = Endpoint::client("127.0.0.1:0".parse()?)?;
+//! client.set_default_client_config(client_config);
 //! let conn = client.connect(server_addr, "localhost")?.await?;
 //! // A second path from another local address, joined to the same session.
-//! conn.open_path("127.0.0.2:0".parse()?, server_addr, PathStatus::Available).await?;
+//! conn.open_path(&PathConfig::new("127.0.0.2:0".parse()?, server_addr)).await?;
 //!
 //! let (mut send, mut recv) = conn.open_bi().await?;
-//! send.set_urgency(0, false)?;
+//! send.set_priority(Priority::new(Urgency::HIGHEST, false))?;
 //! send.write_all(b"hello over two paths").await?;
 //! send.finish()?;
 //! assert_eq!(recv.read_to_end(1024).await?, b"hello over two paths");
-//! conn.close(0, b"done");
+//! conn.close(VarInt::from_u32(0), b"done");
 //! # Ok(())
 //! # }
 //! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
@@ -67,19 +67,24 @@ pub mod fld;
 #[cfg(feature = "h3")]
 pub mod h3;
 pub mod loss_based;
+mod path_events;
 mod sent_log;
 pub mod session;
 pub mod sim;
 mod stream;
 mod telemetry;
+mod tls;
 
-pub use config::{Config, CongestionControl, SchedulerFactory, DEFAULT_INITIAL_WINDOW};
-pub use connection::{read_frame, Connection, PathStats, ReadFrameError, CLOSED_PATHS_KEPT};
-pub use endpoint::{Connecting, Endpoint};
+pub use config::{Config, CongestionControl, PathConfig, SchedulerFactory, DEFAULT_INITIAL_WINDOW};
+pub use connection::{read_frame, Connection, PathStats, CLOSED_PATHS_KEPT};
+pub use endpoint::{Connecting, Endpoint, Incoming};
 pub use error::{
     codes, ConfigError, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError,
-    ReadToEndError, WriteError,
+    ReadFrameError, ReadToEndError, SetupError, WriteError,
 };
 pub use mpquic_proto::{wire, PathEvent, ReinjectionConfig, ReinjectionStats, Side};
-pub use mpquic_sched::{PathId, PathStatus, StreamId};
+pub use mpquic_sched::{PathId, PathSet, PathStatus, Priority, SchedulerKind, StreamId, Urgency};
+pub use path_events::{Missed, PathEvents};
+pub use quinn::{crypto, VarInt};
 pub use stream::{RecvStream, SendStream};
+pub use tls::{CertificateError, ClientConfig, SelfSigned, ServerConfig};

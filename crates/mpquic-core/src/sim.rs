@@ -51,9 +51,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpquic_proto::Side;
-use quinn::rustls;
 
 use crate::config::Config;
+use crate::tls::{CertificateError, SelfSigned};
 
 pub use end::End;
 
@@ -150,8 +150,8 @@ impl std::fmt::Debug for Pair {
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// The made-up certificate or the TLS settings failed.
-    #[error("TLS: {0}")]
-    Tls(String),
+    #[error("TLS set-up")]
+    Tls(#[from] CertificateError),
     /// quinn-proto refused to start a path.
     #[error("connect: {0}")]
     Connect(#[from] quinn_proto::ConnectError),
@@ -327,20 +327,10 @@ fn address(k: usize, host: u8, port: u16) -> SocketAddr {
 }
 
 /// A made-up certificate for "localhost", and both ends' TLS settings around it.
-fn tls() -> Result<(quinn_proto::ClientConfig, Arc<quinn_proto::ServerConfig>), SimError> {
-    let tls_error = |e: &dyn std::fmt::Display| SimError::Tls(e.to_string());
+fn tls() -> Result<(quinn_proto::ClientConfig, Arc<quinn_proto::ServerConfig>), CertificateError> {
     // Ed25519: its signatures have one size, so the handshake's packets do too, run after run.
-    let key_pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).map_err(|e| tls_error(&e))?;
-    let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
-        .and_then(|params| params.self_signed(&key_pair))
-        .map_err(|e| tls_error(&e))?;
-    let cert_der = cert.der().clone();
-    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(key_pair.serialize_der());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert_der.clone()).map_err(|e| tls_error(&e))?;
-    let client =
-        quinn::ClientConfig::with_root_certificates(Arc::new(roots)).map_err(|e| tls_error(&e))?;
-    let server = quinn::ServerConfig::with_single_cert(vec![cert_der], key.into())
-        .map_err(|e| tls_error(&e))?;
+    let certificate = SelfSigned::ed25519(&["localhost"])?;
+    let client = certificate.client_config()?.quinn;
+    let server = certificate.server_config()?.quinn;
     Ok((client, Arc::new(server)))
 }

@@ -9,7 +9,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, StreamId};
+use mpquic_sched::{PathId, PathSet, Priority, StreamId, Urgency};
+use quinn::VarInt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::{Handle, Shared};
@@ -95,24 +96,24 @@ impl SendStream {
         result
     }
 
-    /// Abandons the stream: unsent data is dropped and the reader sees `code`, which must fit
-    /// a QUIC varint (else [`WriteError::InvalidCode`], and the stream is untouched).
-    pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
-        let result = self.shared.lock().core.reset(self.id, code, Instant::now());
-        if matches!(result, Err(WriteError::InvalidCode(_))) {
-            return result;
-        }
+    /// Abandons the stream: unsent data is dropped and the reader sees `code`.
+    pub fn reset(&mut self, code: VarInt) -> Result<(), WriteError> {
+        let result = self
+            .shared
+            .lock()
+            .core
+            .reset(self.id, code.into_inner(), Instant::now());
         self.done = true;
         self.shared.poke();
         result
     }
 
-    /// Sets the RFC 9218 urgency (0 most urgent to 7) and incremental flag the scheduler uses.
-    pub fn set_urgency(&mut self, urgency: u8, incremental: bool) -> Result<(), WriteError> {
+    /// Sets the RFC 9218 priority the scheduler orders the stream by.
+    pub fn set_priority(&mut self, priority: Priority) -> Result<(), WriteError> {
         self.shared
             .lock()
             .core
-            .set_urgency(self.id, urgency, incremental, Instant::now())
+            .set_priority(self.id, priority, Instant::now())
     }
 
     /// Tells the scheduler the stream's total size (e.g. a response's `content-length`), so
@@ -124,15 +125,26 @@ impl SendStream {
             .set_size_hint(self.id, bytes, Instant::now())
     }
 
-    /// Tells the scheduler the most urgent request (urgency 0 to 7) the peer makes once it has
+    /// Tells the scheduler the urgency of the most urgent request the peer makes once it has
     /// this stream: a small script of low urgency that leads to critical CSS. The stream is
     /// then scheduled at that urgency rather than waiting behind the others of its own (a
     /// server that knows its pages' dependencies avoids priority inversion this way).
-    pub fn set_leads_to(&mut self, urgency: u8) -> Result<(), WriteError> {
+    pub fn set_leads_to(&mut self, urgency: Urgency) -> Result<(), WriteError> {
         self.shared
             .lock()
             .core
             .set_leads_to(self.id, urgency, Instant::now())
+    }
+
+    /// Keeps the stream on `paths` (`None`: any path, the default): every scheduler sends it
+    /// only there, PriorityBucket splits it over them, and re-injection copies it only onto
+    /// them. While none of them is up the stream waits. Bytes already in flight stay where
+    /// they are.
+    pub fn set_paths(&mut self, paths: Option<PathSet>) -> Result<(), WriteError> {
+        self.shared
+            .lock()
+            .core
+            .set_paths(self.id, paths, Instant::now())
     }
 
     /// Bytes of this stream sent on each path so far (re-sends included).
@@ -274,7 +286,7 @@ impl RecvStream {
         let mut out = Vec::new();
         while let Some(chunk) = self.read_chunk(usize::MAX).await? {
             if out.len() + chunk.len() > limit {
-                let _ = self.stop(0);
+                let _ = self.stop(VarInt::from_u32(0));
                 return Err(ReadToEndError::TooLong(limit));
             }
             out.extend_from_slice(&chunk);
@@ -283,16 +295,12 @@ impl RecvStream {
     }
 
     /// Stops reading: buffered and future bytes are discarded and the peer's writes fail with
-    /// `code`, which must fit a QUIC varint (else [`ReadError::InvalidCode`], and the stream is
-    /// untouched).
-    pub fn stop(&mut self, code: u64) -> Result<(), ReadError> {
+    /// `code`.
+    pub fn stop(&mut self, code: VarInt) -> Result<(), ReadError> {
         if self.done {
             return Err(ReadError::ClosedStream);
         }
-        let result = self.shared.lock().core.stop(self.id, code);
-        if matches!(result, Err(ReadError::InvalidCode(_))) {
-            return result;
-        }
+        let result = self.shared.lock().core.stop(self.id, code.into_inner());
         self.done = true;
         self.shared.poke();
         result

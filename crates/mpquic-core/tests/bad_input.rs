@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::raw::*;
 use common::*;
 use mpquic_core::wire::{self, Frame, SessionId};
-use mpquic_core::{codes, Config, ConnectionError, Endpoint, PathError, PathStatus};
+use mpquic_core::{codes, Config, ConnectionError, Endpoint, PathConfig, PathError};
 
 /// Checks both ends of a raw session's close with `code`, and that the server goes on.
 async fn closed_with(
@@ -33,7 +33,7 @@ async fn closed_with(
 async fn chunk_case(bytes: Vec<u8>, code: u64) {
     let server = Server::start(Config::default());
     let RawSession { conn, .. } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap();
+    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
     let mut stream = conn.open_uni().await.unwrap();
     stream.write_all(&bytes).await.unwrap();
     let _ = stream.finish();
@@ -77,7 +77,7 @@ async fn a_frame_longer_than_its_declared_length() {
     let RawSession {
         conn, mut control, ..
     } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap();
+    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
     // MAX_DATA (0x10) declaring a 1-byte payload whose varint needs 4 bytes.
     control
         .write_all(&[0x10, 0x01, 0x80, 0x01, 0x00, 0x00])
@@ -99,7 +99,7 @@ async fn a_join_with_a_wrong_secret() {
         session,
         ..
     } = server.raw_session().await;
-    let _server_conn = server.endpoint.accept().await.unwrap();
+    let _server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
     let joiner = server.raw(2).await;
     let (mut send, _recv) = joiner.open_bi().await.unwrap();
     let join = Frame::Join {
@@ -135,13 +135,14 @@ async fn more_paths_than_allowed() {
     let mut server_config = Config::default();
     server_config.max_paths(2).unwrap();
     let server = Server::start(server_config);
-    let client = Endpoint::client(&[local(1)], Config::default(), server.roots.clone()).unwrap();
-    let addr = server.endpoint.local_addrs()[0];
+    let mut client = Endpoint::client(local(1)).unwrap();
+    client.set_default_client_config(server.certificate.client_config().unwrap());
+    let addr = server.endpoint.local_addr().unwrap();
     let conn = client.connect(addr, "localhost").unwrap().await.unwrap();
-    conn.open_path(local(2), addr, PathStatus::Available)
+    conn.open_path(&PathConfig::new(local(2), addr))
         .await
         .unwrap();
-    let refused = conn.open_path(local(3), addr, PathStatus::Available).await;
+    let refused = conn.open_path(&PathConfig::new(local(3), addr)).await;
     assert!(
         matches!(
             refused,
@@ -153,7 +154,7 @@ async fn more_paths_than_allowed() {
         "{refused:?}"
     );
     // The session goes on over its two paths.
-    let server_conn = server.endpoint.accept().await.unwrap();
+    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
     serve_hashes(server_conn);
     send_and_check(&conn, 1, 200_000).await;
     server.still_serves().await;
@@ -165,7 +166,7 @@ async fn control_case(config: Config, frame: Frame, code: u64) {
     let RawSession {
         conn, mut control, ..
     } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap();
+    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
     send_frame(&mut control, frame).await;
     closed_with(&server, &conn, &server_conn, code).await;
 }

@@ -9,7 +9,7 @@ use bytes::{Buf, Bytes};
 use common::*;
 use mpquic_core::h3::H3Connection;
 use mpquic_core::Config;
-use mpquic_h3_prio::Priority;
+use mpquic_h3_prio::{Priority, PriorityField};
 use mpquic_sched::{RecordLog, Recorded, Recording, SchedulerKind};
 
 /// The requests: path, priority header, response size.
@@ -54,9 +54,7 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
                 .unwrap()
                 .2;
             let id = mpquic_core::StreamId(stream.id().into_inner());
-            server_conn
-                .set_stream_urgency(id, priority.urgency(), priority.incremental())
-                .unwrap();
+            server_conn.set_stream_priority(id, priority).unwrap();
             server_conn.set_stream_size_hint(id, size as u64).unwrap();
             served.push((id, priority.urgency(), size));
             let response = http::Response::builder().status(200).body(()).unwrap();
@@ -124,7 +122,7 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
             .position(|s| matches!(s, Recorded::Grant { grant, .. } if grant.stream == id))
             .expect("the stream was granted bytes");
         let told = log[..first_grant].iter().any(|s| {
-            matches!(s, Recorded::Meta(m) if m.id == id && m.urgency.get() == urgency
+            matches!(s, Recorded::Meta(m) if m.id == id && m.urgency == urgency
                 && m.size == Some(size as u64))
         });
         assert!(

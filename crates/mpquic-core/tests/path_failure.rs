@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use mpquic_core::{Config, Endpoint, PathEvent, PathId, PathStatus};
+use mpquic_core::{Endpoint, PathConfig, PathEvent, PathId, PathStatus, SelfSigned};
 use mpquic_netns::events::TimedEvent;
 use mpquic_netns::link::LinkConfig;
 use mpquic_netns::relay::{Relay, RelayPath};
@@ -24,11 +24,9 @@ fn link(events: &[&str]) -> LinkConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_path_is_detected_and_its_data_resent() {
-    let (cert, key) = certificate();
-    let config = Config::default();
-    let server_endpoint =
-        Endpoint::server(&[local(1)], config.clone(), vec![cert.clone()], key).unwrap();
-    let server_addr = server_endpoint.local_addrs()[0];
+    let certificate = SelfSigned::new(&["localhost"]).unwrap();
+    let server_endpoint = Endpoint::server(certificate.server_config().unwrap(), local(1)).unwrap();
+    let server_addr = server_endpoint.local_addr().unwrap();
     let relay = Relay::start(vec![
         RelayPath {
             listen: local(1),
@@ -46,19 +44,18 @@ async fn a_silent_path_is_detected_and_its_data_resent() {
     .unwrap();
     let fronts = relay.local_addrs().to_vec();
 
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).unwrap();
-    let client_endpoint = Endpoint::client(&[local(1)], config, roots).unwrap();
+    let mut client_endpoint = Endpoint::client(local(1)).unwrap();
+    client_endpoint.set_default_client_config(certificate.client_config().unwrap());
     let client = client_endpoint
         .connect(fronts[0], "localhost")
         .unwrap()
         .await
         .unwrap();
-    let server = server_endpoint.accept().await.unwrap();
+    let server = server_endpoint.accept().await.unwrap().await.unwrap();
     serve_hashes(server);
     let mut events = client.path_events();
     let second = client
-        .open_path(local(2), fronts[1], PathStatus::Available)
+        .open_path(&PathConfig::new(local(2), fronts[1]))
         .await
         .unwrap();
 
@@ -72,7 +69,7 @@ async fn a_silent_path_is_detected_and_its_data_resent() {
 
     let down = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
-            if let PathEvent::Down { path, reason } = events.recv().await.unwrap() {
+            if let PathEvent::Down { path, reason } = events.next().await.unwrap().unwrap() {
                 return (path, reason);
             }
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mpquic_core::sim::{Link, Pair, PathLinks};
-use mpquic_core::{Config, PathEvent, PathId, ReadError, ReinjectionConfig};
+use mpquic_core::{Config, PathEvent, PathId, PathSet, Priority, ReadError, ReinjectionConfig};
 use mpquic_netns::events::{EventAction, TimedEvent};
 use mpquic_netns::link::{self, LinkConfig, Loss};
 use mpquic_sched::sim::Scenario;
@@ -236,6 +236,34 @@ fn a_size_hinted_stream_is_split_in_the_allocators_proportions() {
     }
 }
 
+#[test]
+fn a_stream_kept_on_one_path_is_sent_only_there_by_every_scheduler() {
+    for kind in SchedulerKind::ALL {
+        let mut config = Config::default();
+        config.scheduler(kind);
+        let mut pair = Pair::new(&config, &config, two_paths(20_000_000, None), 7).unwrap();
+        assert!(pair.connect(Duration::from_secs(2)), "{kind:?}: paths up");
+        let now = pair.now();
+        let stream = pair.client.core.open(true, now).unwrap();
+        let slower = PathSet::new(&[PathId(1)]).unwrap();
+        pair.client
+            .core
+            .set_paths(stream, Some(slower), now)
+            .unwrap();
+        pair.client
+            .core
+            .set_size_hint(stream, 1_000_000, now)
+            .unwrap();
+        let outcome = transfer_on(
+            &mut pair,
+            stream,
+            &payload(1_000_000),
+            Duration::from_secs(10),
+        );
+        assert_eq!(outcome.per_path, [0, 1_000_000], "{kind:?}");
+    }
+}
+
 /// What the client does with a stream once its bytes are written: finish it, or reset it
 /// with code 7 after this many bytes.
 #[derive(Debug, Clone, Copy)]
@@ -369,7 +397,7 @@ fn every_scheduler_delivers_streams_of_every_size_over_one_two_and_four_paths() 
     for kind in SchedulerKind::ALL {
         for paths in [1, 2, 4] {
             let mut config = Config::default();
-            config.scheduler(kind.name()).unwrap();
+            config.scheduler(kind);
             let mut pair = Pair::new(&config, &config, paths_with_loss(paths, 0.0, 1), 1).unwrap();
             assert!(
                 pair.connect(Duration::from_secs(2)),
@@ -407,7 +435,7 @@ proptest! {
             links[1] = (emulated(config.clone()), emulated(config));
         }
         let mut config = Config::default();
-        config.scheduler(kind.name()).unwrap();
+        config.scheduler(kind);
         let mut pair = Pair::new(&config, &config, links, seed).unwrap();
         prop_assert!(pair.connect(Duration::from_secs(2)));
         let received = exchange(&mut pair, &streams, Duration::from_secs(60));
@@ -623,7 +651,7 @@ fn an_urgent_streams_tail_on_a_slowed_path_is_sent_again_on_the_idle_one() {
         let stream = pair.client.core.open(true, pair.now()).unwrap();
         pair.client
             .core
-            .set_urgency(stream, 0, false, pair.now())
+            .set_priority(stream, Priority::new(Urgency::HIGHEST, false), pair.now())
             .unwrap();
         let started = pair.elapsed();
         let outcome = transfer_on(
@@ -791,9 +819,12 @@ fn reading_a_reset_stream_returns_its_buffered_bytes_to_the_window() {
     }
     let forgotten = pair.run_until(limit, |pair| {
         let now = pair.now();
-        streams
-            .iter()
-            .all(|s| pair.client.core.set_urgency(*s, 3, false, now).is_err())
+        streams.iter().all(|s| {
+            pair.client
+                .core
+                .set_priority(*s, Priority::DEFAULT, now)
+                .is_err()
+        })
     });
     assert!(forgotten, "the server acknowledged the resets");
     for stream in &streams {

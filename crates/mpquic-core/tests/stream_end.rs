@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use mpquic_core::{ConnectionError, ReadError, WriteError};
+use mpquic_core::{ConnectionError, ReadError, VarInt, WriteError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_reaches_the_reader_with_its_code() {
@@ -15,7 +15,7 @@ async fn a_reset_reaches_the_reader_with_its_code() {
     let mut send = pair.client.open_uni().await.unwrap();
     send.write_all(b"partial").await.unwrap();
     let mut recv = pair.server.accept_uni().await.unwrap();
-    send.reset(7).unwrap();
+    send.reset(VarInt::from_u32(7)).unwrap();
     let result = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1 << 20))
         .await
         .unwrap();
@@ -28,7 +28,7 @@ async fn stop_sending_fails_the_writer_with_its_code() {
     let mut send = pair.client.open_uni().await.unwrap();
     send.write_all(b"first").await.unwrap();
     let mut recv = pair.server.accept_uni().await.unwrap();
-    recv.stop(9).unwrap();
+    recv.stop(VarInt::from_u32(9)).unwrap();
     let data = payload(1, 64 * 1024);
     let error = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
@@ -46,7 +46,7 @@ async fn stop_sending_fails_the_writer_with_its_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_connection_reaches_the_peer_with_its_code() {
     let pair = pair(2, "priority-bucket").await;
-    pair.client.close(42, b"bye");
+    pair.client.close(VarInt::from_u32(42), b"bye");
     let seen = tokio::time::timeout(Duration::from_secs(10), pair.server.closed())
         .await
         .unwrap();

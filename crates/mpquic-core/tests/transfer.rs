@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use mpquic_core::{PathId, PathStatus};
+use mpquic_core::{PathConfig, PathId, PathStatus};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -91,7 +91,7 @@ async fn a_path_added_mid_transfer_carries_data() {
     wait_received(&pair, 4 << 20).await;
     let added = pair
         .client
-        .open_path(local(2), pair.server_addr, PathStatus::Available)
+        .open_path(&PathConfig::new(local(2), pair.server_addr))
         .await
         .unwrap();
     let send = bounded(transfer).await.unwrap();
@@ -108,15 +108,9 @@ async fn fld_carries_a_transfer_and_paths_take_their_own_controller() {
     config.congestion_control("fld".parse().unwrap());
     let pair = pair_with(1, config).await;
     serve_hashes(pair.server.clone());
-    pair.client
-        .open_path_with_congestion(
-            local(2),
-            pair.server_addr,
-            PathStatus::Available,
-            mpquic_core::CongestionControl::NewReno,
-        )
-        .await
-        .unwrap();
+    let mut second = PathConfig::new(local(2), pair.server_addr);
+    second.congestion_control(mpquic_core::CongestionControl::NewReno);
+    pair.client.open_path(&second).await.unwrap();
     let send = bounded(send_and_check(&pair.client, 11, 5 << 20)).await;
     assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
 }
@@ -128,7 +122,7 @@ async fn cubic_with_hystart_carries_a_transfer_on_two_paths() {
     let pair = pair_with(1, config).await;
     serve_hashes(pair.server.clone());
     pair.client
-        .open_path(local(2), pair.server_addr, PathStatus::Available)
+        .open_path(&PathConfig::new(local(2), pair.server_addr))
         .await
         .unwrap();
     let send = bounded(send_and_check(&pair.client, 12, 5 << 20)).await;

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mpquic_sched::{
-    PathId, PathSnapshot, PathStatus, Reinjection, Scheduler, StreamId, StreamMeta, Urgency,
+    PathId, PathSet, PathSnapshot, PathStatus, Priority, Reinjection, Scheduler, StreamId,
+    StreamMeta, Urgency,
 };
 
 use crate::arrivals::ArrivalLog;
@@ -591,23 +592,32 @@ impl Connection {
         self.wake_paths();
     }
 
-    /// Sets a sending stream's RFC 9218 urgency (0 to 7) and incremental flag.
-    pub fn set_urgency(
+    /// Sets a sending stream's RFC 9218 priority.
+    pub fn set_priority(
         &mut self,
         id: u64,
-        urgency: u8,
-        incremental: bool,
+        priority: Priority,
         now: Instant,
     ) -> Result<(), WriteError> {
-        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
         self.set_meta(
             id,
             |meta| {
-                meta.urgency = urgency;
-                meta.incremental = incremental;
+                meta.urgency = priority.urgency();
+                meta.incremental = priority.incremental();
             },
             now,
         )
+    }
+
+    /// Restricts a sending stream to `paths` (`None`: any path). Bytes already in flight stay
+    /// where they are.
+    pub fn set_paths(
+        &mut self,
+        id: u64,
+        paths: Option<PathSet>,
+        now: Instant,
+    ) -> Result<(), WriteError> {
+        self.set_meta(id, |meta| meta.paths = paths, now)
     }
 
     /// Tells the scheduler a sending stream's total size.
@@ -618,8 +628,12 @@ impl Connection {
     /// Tells the scheduler the most urgent request (urgency 0 to 7) the peer makes once it has
     /// this sending stream ([`StreamMeta::leads_to`]): a stream that leads to something more
     /// urgent than itself is scheduled and re-injected at that urgency.
-    pub fn set_leads_to(&mut self, id: u64, urgency: u8, now: Instant) -> Result<(), WriteError> {
-        let urgency = Urgency::new(urgency).map_err(|_| WriteError::InvalidUrgency(urgency))?;
+    pub fn set_leads_to(
+        &mut self,
+        id: u64,
+        urgency: Urgency,
+        now: Instant,
+    ) -> Result<(), WriteError> {
         self.set_meta(id, |meta| meta.leads_to = Some(urgency), now)
     }
 
@@ -1492,7 +1506,9 @@ impl Connection {
             .streams
             .iter()
             .filter_map(|(id, s)| s.send.as_ref().map(|send| (id, send)))
-            .filter(|(_, send)| send.reset.is_none() && urgent(&send.meta))
+            .filter(|(_, send)| {
+                send.reset.is_none() && urgent(&send.meta) && send.meta.allows(target)
+            })
             .map(|(id, send)| (send.meta.effective_urgency(), send.arrival, *id))
             .collect();
         order.sort_unstable();
@@ -1617,7 +1633,10 @@ impl Connection {
             }
         };
         let ending = |send: &&SendState| {
-            send.reset.is_none() && send.all_granted() && send.meta.effective_urgency() <= threshold
+            send.reset.is_none()
+                && send.all_granted()
+                && send.meta.effective_urgency() <= threshold
+                && send.meta.allows(path)
         };
         let next_due = self
             .streams
@@ -1678,8 +1697,9 @@ impl Connection {
             if send.reinject_to != Some(gone) {
                 continue;
             }
-            if target.is_some() {
-                send.reinject_to = target;
+            // A stream kept off the next best path goes back to the scheduler instead.
+            if let Some(target) = target.filter(|t| send.meta.allows(*t)) {
+                send.reinject_to = Some(target);
                 continue;
             }
             let mut bytes = 0;

@@ -8,12 +8,14 @@ use crate::wire::WireError;
 
 /// Application error codes that mpquic itself uses when it closes a path's quinn connection.
 ///
-/// They sit in a block of their own (`0x6d70_xxxx`, "mp") so that they do not collide with an
-/// application's codes: keep the codes you pass to the driver's `Connection::close`
-/// below [`codes::FIRST_RESERVED`].
+/// They sit in a block of their own, [`codes::RESERVED`] (`0x6d70_xxxx`, "mp"), so that they do
+/// not collide with an application's codes: a code of that block passed to the driver's
+/// `Connection::close` reaches the peer as mpquic's error of that code.
 pub mod codes {
-    /// The first code mpquic reserves; application codes must stay below it.
-    pub const FIRST_RESERVED: u64 = 0x6d70_0000;
+    use std::ops::RangeInclusive;
+
+    /// The codes mpquic reserves for itself; every other code is the application's.
+    pub const RESERVED: RangeInclusive<u64> = 0x6d70_0000..=0x6d70_ffff;
     /// One path was closed on purpose; the connection goes on over the others.
     pub const PATH_CLOSED: u64 = 0x6d70_0000;
     /// The peer broke the protocol (a frame in the wrong place or state).
@@ -42,6 +44,8 @@ pub mod codes {
     pub const SESSION_LIMIT: u64 = 0x6d70_000c;
     /// Nothing happened on the session for its idle timeout.
     pub const SESSION_IDLE: u64 = 0x6d70_000d;
+    /// The server's application refused the new session.
+    pub const SESSION_REFUSED: u64 = 0x6d70_000e;
 }
 
 /// A violation of the mpquic protocol by the peer. Each closes the connection with its code.
@@ -171,9 +175,6 @@ pub enum WriteError {
     /// The stream was already finished or reset.
     #[error("stream already finished or reset")]
     ClosedStream,
-    /// An urgency outside RFC 9218's 0..=7.
-    #[error("urgency {0} is outside 0..=7")]
-    InvalidUrgency(u8),
     /// A reset code that does not fit a QUIC varint (at most 2^62 - 1).
     #[error("code {0:#x} does not fit a QUIC varint")]
     InvalidCode(u64),
@@ -187,9 +188,7 @@ impl From<WriteError> for io::Error {
         let kind = match e {
             WriteError::Stopped(_) => io::ErrorKind::ConnectionReset,
             WriteError::ClosedStream => io::ErrorKind::NotConnected,
-            WriteError::InvalidUrgency(_) | WriteError::InvalidCode(_) => {
-                io::ErrorKind::InvalidInput
-            }
+            WriteError::InvalidCode(_) => io::ErrorKind::InvalidInput,
             WriteError::ConnectionLost(_) => io::ErrorKind::ConnectionAborted,
         };
         io::Error::new(kind, e)

@@ -10,7 +10,7 @@ use h3::client::SendRequest;
 use h3::quic;
 use mpquic_core::h3::H3Connection;
 use mpquic_core::Connection;
-use mpquic_h3_prio::Priority;
+use mpquic_h3_prio::{Priority, PriorityField};
 use tokio::task::JoinSet;
 
 use crate::page::{Discovery, Page};
@@ -333,7 +333,7 @@ where
                     bytes: fetched.bytes,
                     status: fetched.status,
                     critical: object.critical,
-                    urgency: object.priority.urgency(),
+                    urgency: object.priority.urgency().get(),
                     requested_ms: requested[index].as_secs_f64() * 1e3,
                     completed_ms: fetched.done.saturating_duration_since(start).as_secs_f64() * 1e3,
                 });

@@ -2,6 +2,7 @@
 
 use mpquic_core::ConfigError;
 use mpquic_netns::error::NetnsError;
+use mpquic_sched::SchedError;
 
 use crate::client::LoadError;
 use crate::server::ServeError;
@@ -45,9 +46,12 @@ pub enum RunError {
         /// The index asked for.
         asked: usize,
     },
-    /// The transport's configuration (scheduler name, addresses, TLS).
+    /// The transport's configuration.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A scheduler name that is none of the built-in ones.
+    #[error(transparent)]
+    Scheduler(#[from] SchedError),
     /// The certificate could not be made.
     #[error("certificate: {0}")]
     Certificate(String),

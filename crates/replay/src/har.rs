@@ -275,10 +275,9 @@ impl Entry {
     }
 
     fn priority(&self, ty: ResourceType) -> Priority {
-        let default = Browser::Chrome.default_priority(ty);
         match self.chrome_priority() {
-            Some(p) => Priority::new(p.urgency(), default.incremental()).unwrap_or(default),
-            None => default,
+            Some(p) => p.priority_for(ty),
+            None => Browser::Chrome.default_priority(ty),
         }
     }
 

@@ -89,8 +89,8 @@ impl Page {
     /// what a server that knows the page tells the scheduler
     /// ([`mpquic_core::Connection::set_stream_leads_to`]), so a small script that leads to
     /// critical CSS does not wait behind images of its own urgency.
-    pub fn leads_to(&self) -> Vec<Option<u8>> {
-        let mut below: Vec<Option<u8>> = vec![None; self.objects.len()];
+    pub fn leads_to(&self) -> Vec<Option<Urgency>> {
+        let mut below: Vec<Option<Urgency>> = vec![None; self.objects.len()];
         // A parent has a lower index than its children: one pass from the end sees every
         // child's subtree before its parent.
         for child in (0..self.objects.len()).rev() {
@@ -121,7 +121,7 @@ impl Page {
         for o in &self.objects {
             page.push(
                 sim::Object::new(o.url.clone(), o.size.max(1))
-                    .with_urgency(Urgency::new(o.priority.urgency()).unwrap_or_default())
+                    .with_urgency(o.priority.urgency())
                     .with_critical(o.critical)
                     .with_start(sim::Start::At(o.recorded_start)),
             );
@@ -186,7 +186,7 @@ mod tests {
             size: 1000,
             content_type: "application/octet-stream".to_owned(),
             resource_type: kind,
-            priority: Priority::new(urgency, false).unwrap(),
+            priority: Priority::new(Urgency::new(urgency).unwrap(), false),
             critical: false,
             discovery,
             recorded_start: Duration::ZERO,
@@ -215,7 +215,15 @@ mod tests {
         };
         assert_eq!(
             page.leads_to(),
-            vec![None, None, Some(0), Some(0), None, None, None]
+            vec![
+                None,
+                None,
+                Some(Urgency::HIGHEST),
+                Some(Urgency::HIGHEST),
+                None,
+                None,
+                None
+            ]
         );
     }
 

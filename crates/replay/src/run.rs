@@ -6,12 +6,15 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use mpquic_core::{Config, CongestionControl, Connection, Endpoint, PathStatus, ReinjectionConfig};
+use mpquic_core::{
+    ClientConfig, Config, CongestionControl, Connection, Endpoint, PathConfig, ReinjectionConfig,
+    SelfSigned, ServerConfig, VarInt,
+};
 use mpquic_netns::loopback::relay_paths;
 use mpquic_netns::relay::{PathStats, Relay};
 use mpquic_sched::meh::{paths_for_page, MehError, MehModel, NetworkCondition, PagePlan};
 use mpquic_sched::sim::Scenario;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::client::{load, load_quinn, LoadOptions, Transport};
 use crate::error::RunError;
@@ -176,15 +179,14 @@ pub fn better_path(scenario: &Scenario) -> usize {
         .map_or(0, |(k, _)| k)
 }
 
-/// A self-signed certificate for `localhost` and its key.
+/// A self-signed certificate for `localhost` ([`SelfSigned`]) and its key.
 ///
 /// # Errors
-/// [`RunError::Certificate`] if rcgen fails.
+/// [`RunError::Certificate`] if it cannot be made.
 pub fn self_signed() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), RunError> {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])
-        .map_err(|e| RunError::Certificate(e.to_string()))?;
-    let key = PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
-    Ok((cert.cert.der().clone(), key.into()))
+    let certificate =
+        SelfSigned::new(&["localhost"]).map_err(|e| RunError::Certificate(e.to_string()))?;
+    Ok((certificate.cert_der(), certificate.key_der()))
 }
 
 /// The transport configuration for `scheduler` and `congestion` over `paths` paths, with or
@@ -201,7 +203,7 @@ pub fn transport_config(
 ) -> Result<Config, RunError> {
     let mut config = Config::default();
     config
-        .scheduler(scheduler)?
+        .scheduler(scheduler.parse()?)
         .max_paths(paths.clamp(8, mpquic_sched::MAX_PATHS))?
         .congestion_control(congestion.clone())
         .delivery_reports(delivery_reports);
@@ -260,14 +262,19 @@ pub async fn connect(
     roots
         .add(cert)
         .map_err(|e| RunError::Certificate(e.to_string()))?;
-    let endpoint = Endpoint::client(&[first_local], config, roots)?;
+    let mut tls = ClientConfig::with_root_certificates(Arc::new(roots))
+        .map_err(|e| RunError::Certificate(e.to_string()))?;
+    tls.transport_config(Arc::new(config));
+    let mut endpoint = Endpoint::client(first_local)
+        .map_err(|e| RunError::Connect(format!("binding {first_local}: {e}")))?;
+    endpoint.set_default_client_config(tls);
     let conn = endpoint
         .connect(first, "localhost")
         .map_err(|e| RunError::Connect(e.to_string()))?
         .await
         .map_err(|e| RunError::Connect(e.to_string()))?;
     for (k, (&local, &remote)) in locals.iter().zip(remotes).enumerate().skip(1) {
-        conn.open_path(local, remote, PathStatus::Available)
+        conn.open_path(&PathConfig::new(local, remote))
             .await
             .map_err(|e| RunError::Connect(format!("path {k}: {e}")))?;
     }
@@ -296,17 +303,17 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
     }
     let config = run.mpquic_config()?;
     let (cert, key) = self_signed()?;
-    let server_endpoint = Arc::new(Endpoint::server(
-        &[loopback_local(0)],
-        config,
-        vec![cert.clone()],
-        key,
-    )?);
+    let mut tls = ServerConfig::with_single_cert(vec![cert.clone()], key)
+        .map_err(|e| RunError::Certificate(e.to_string()))?;
+    tls.transport_config(Arc::new(config));
+    let local = loopback_local(0);
+    let server_endpoint = Arc::new(
+        Endpoint::server(tls, local)
+            .map_err(|e| RunError::Connect(format!("binding {local}: {e}")))?,
+    );
     let server_addr = server_endpoint
-        .local_addrs()
-        .first()
-        .copied()
-        .ok_or_else(|| RunError::Connect("the server is bound to no address".into()))?;
+        .local_addr()
+        .map_err(|e| RunError::Connect(format!("the server's address: {e}")))?;
     let server =
         PageServer::new(std::slice::from_ref(page))?.dependency_hints(run.dependency_hints);
     let serving = {
@@ -314,7 +321,7 @@ pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunEr
         tokio::spawn(async move { server.run(&endpoint, None).await })
     };
     let outcome = load_remote(page, run, server_addr, cert).await;
-    server_endpoint.close();
+    server_endpoint.close(VarInt::from_u32(0), b"done");
     serving.abort();
     outcome
 }
@@ -388,8 +395,8 @@ pub async fn load_direct(
                 RunError::Connect(format!("not connected after {:?}", run.load.timeout))
             })??;
     let report = load(&conn, page, &run.load).await;
-    conn.close(0, b"done");
-    endpoint.close();
+    conn.close(VarInt::from_u32(0), b"done");
+    endpoint.close(VarInt::from_u32(0), b"done");
     Ok(labelled(report?, run))
 }
 

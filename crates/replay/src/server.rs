@@ -11,7 +11,7 @@ use h3::quic;
 use h3::server::RequestResolver;
 use mpquic_core::h3::H3Connection;
 use mpquic_core::{Connection, Endpoint, StreamId};
-use mpquic_h3_prio::Priority;
+use mpquic_h3_prio::{Priority, PriorityField, Urgency};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -35,7 +35,7 @@ struct Served {
     content_type: String,
     priority: Priority,
     /// [`Page::leads_to`]'s hint for it.
-    leads_to: Option<u8>,
+    leads_to: Option<Urgency>,
 }
 
 /// Serves every object of its pages: `GET {key}` answers 200 with a body of exactly the
@@ -44,7 +44,7 @@ struct Served {
 ///
 /// Before the body is written, the request's urgency and incremental flag (its `priority`
 /// header, else the recorded priority) and the body's size go to the multipath stream
-/// ([`Connection::set_stream_urgency`], [`Connection::set_stream_size_hint`]), so the scheduler
+/// ([`Connection::set_stream_priority`], [`Connection::set_stream_size_hint`]), so the scheduler
 /// knows both before the first byte is scheduled. So does what the response leads to
 /// ([`Page::leads_to`], [`Connection::set_stream_leads_to`]) unless
 /// [`dependency_hints`](PageServer::dependency_hints) is off. A connection that fails or goes away
@@ -112,7 +112,10 @@ impl PageServer {
     pub async fn run(&self, endpoint: &Endpoint, limit: Option<u64>) {
         run_sessions(
             limit,
-            || endpoint.accept(),
+            || async {
+                let incoming = endpoint.accept().await?;
+                incoming.await.ok()
+            },
             |conn: Connection| {
                 let server = self.clone();
                 let span = tracing::debug_span!("page-session", session = conn.session_id());
@@ -238,7 +241,7 @@ impl PageServer {
             let id = StreamId(stream.id().into_inner());
             let leads_to = object.leads_to.filter(|_| self.dependency_hints);
             if let Err(e) = conn
-                .set_stream_urgency(id, priority.urgency(), priority.incremental())
+                .set_stream_priority(id, priority)
                 .and_then(|()| conn.set_stream_size_hint(id, object.size))
                 .and_then(|()| leads_to.map_or(Ok(()), |u| conn.set_stream_leads_to(id, u)))
             {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mpquic_core::sim::{Link, Pair, PathLinks};
+use mpquic_h3_prio::PriorityField;
 use mpquic_netns::link::{self, LinkConfig};
 
 use crate::client::{RequestPlan, Transport};
@@ -214,7 +215,7 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
                 let object = &page.objects[index];
                 let core = &mut pair.server.core;
                 let priority = object.priority;
-                let _ = core.set_urgency(stream, priority.urgency(), priority.incremental(), now);
+                let _ = core.set_priority(stream, priority, now);
                 let len = response_len(object);
                 let _ = core.set_size_hint(stream, len, now);
                 if let Some(urgency) = leads_to[index].filter(|_| run.dependency_hints) {
@@ -277,7 +278,7 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
             bytes: object.size,
             status: 200,
             critical: object.critical,
-            urgency: object.priority.urgency(),
+            urgency: object.priority.urgency().get(),
             requested_ms: requested[i].as_secs_f64() * 1e3,
             completed_ms: completed[i].unwrap_or_default().as_secs_f64() * 1e3,
         })

@@ -152,7 +152,7 @@ fn rules_for_sizes_priorities_pages_data_urls_and_discovery() {
     // the script before onContentLoad is, the Low one after it is not.
     let critical: Vec<_> = o.iter().map(|o| o.critical).collect();
     assert_eq!(critical, [true, true, true, false, false]);
-    let urgency: Vec<_> = o.iter().map(|o| o.priority.urgency()).collect();
+    let urgency: Vec<_> = o.iter().map(|o| o.priority.urgency().get()).collect();
     assert_eq!(urgency, [0, 0, 1, 3, 0]);
     assert_eq!(o[3].recorded_start, Duration::from_millis(200));
     assert_eq!(page.main_document, 1);

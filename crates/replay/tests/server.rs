@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Buf;
 use mpquic_core::h3::H3Connection;
-use mpquic_core::{Config, Endpoint};
+use mpquic_core::{Config, Endpoint, ServerConfig};
 use mpquic_replay::{connect, har, load, self_signed, LoadError, LoadOptions, Page, PageServer};
 use mpquic_sched::{RecordLog, Recorded, Recording, SchedulerKind};
 
@@ -39,16 +39,10 @@ fn start_server(
     Arc<Endpoint>,
 ) {
     let (cert, key) = self_signed().unwrap();
-    let endpoint = Arc::new(
-        Endpoint::server(
-            &["127.0.0.1:0".parse().unwrap()],
-            config,
-            vec![cert.clone()],
-            key,
-        )
-        .unwrap(),
-    );
-    let addr = endpoint.local_addrs()[0];
+    let mut tls = ServerConfig::with_single_cert(vec![cert.clone()], key).unwrap();
+    tls.transport_config(Arc::new(config));
+    let endpoint = Arc::new(Endpoint::server(tls, "127.0.0.1:0".parse().unwrap()).unwrap());
+    let addr = endpoint.local_addr().unwrap();
     let server = PageServer::new(std::slice::from_ref(page)).unwrap();
     let serving = endpoint.clone();
     tokio::spawn(async move { server.run(&serving, None).await });
@@ -107,8 +101,8 @@ async fn unknown_paths_are_404_and_known_ones_are_served_in_full() {
             (404, &b"not found\n"[..]),
             "{path}"
         );
-        conn.close(0, b"done");
-        client.close();
+        conn.close(0u32.into(), b"done");
+        client.close(0u32.into(), b"");
     }
     // The same server still answers a known path in full.
     let (client, conn) = connect(Config::default(), cert, &locals(2), &[addr, addr])
@@ -116,9 +110,9 @@ async fn unknown_paths_are_404_and_known_ones_are_served_in_full() {
         .unwrap();
     let (status, body) = get(&conn, "/site/a.test/s.css").await;
     assert_eq!((status, body.len()), (200, 12_000));
-    conn.close(0, b"done");
-    client.close();
-    endpoint.close();
+    conn.close(0u32.into(), b"done");
+    client.close(0u32.into(), b"");
+    endpoint.close(0u32.into(), b"");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,8 +143,8 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
         let e = load(&conn, &page, &options).await.unwrap_err();
         assert!(matches!(e, LoadError::Timeout(_)), "{e}");
         // Gone mid-page: closed with the image half sent.
-        conn.close(0, b"bye");
-        client.close();
+        conn.close(0u32.into(), b"bye");
+        client.close(0u32.into(), b"");
     }
     // And once without a word: the endpoint dropped with the connection open.
     {
@@ -177,9 +171,9 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
     let report = load(&conn, &page, &LoadOptions::default()).await.unwrap();
     assert_eq!(report.bytes, 3_042_000);
     assert!(report.per_path_bytes.values().all(|&b| b > 0), "{report:?}");
-    conn.close(0, b"done");
-    client.close();
-    endpoint.close();
+    conn.close(0u32.into(), b"done");
+    client.close(0u32.into(), b"");
+    endpoint.close(0u32.into(), b"");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,9 +194,9 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
         .unwrap();
     let report = load(&conn, &page, &LoadOptions::default()).await.unwrap();
     assert_eq!(report.bytes, page.total_bytes());
-    conn.close(0, b"done");
-    client.close();
-    endpoint.close();
+    conn.close(0u32.into(), b"done");
+    client.close(0u32.into(), b"");
+    endpoint.close(0u32.into(), b"");
 
     // Every response stream with the object's size: its urgency and size were known before
     // its first grant.
@@ -216,12 +210,7 @@ async fn urgency_and_size_reach_the_scheduler_before_the_first_byte() {
                 _ => None,
             })
             .unwrap_or_else(|| panic!("{}: size {} never told", object.url, object.size));
-        assert_eq!(
-            meta.urgency.get(),
-            object.priority.urgency(),
-            "{}",
-            object.url
-        );
+        assert_eq!(meta.urgency, object.priority.urgency(), "{}", object.url);
         let told = log.iter().position(|s| *s == Recorded::Meta(meta)).unwrap();
         let granted = log
             .iter()

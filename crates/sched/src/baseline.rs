@@ -5,7 +5,8 @@
 //! bookkeeping the [`Scheduler`](crate::Scheduler) contract asks of all of them.
 
 use crate::{
-    Grant, PathId, PathSnapshot, PathTable, SchedError, StreamId, StreamMeta, StreamTable,
+    Grant, PathId, PathSnapshot, PathTable, SchedError, StreamId, StreamMeta, StreamState,
+    StreamTable,
 };
 
 /// The payload of one full-size QUIC packet, the default chunk of the round-robin baselines.
@@ -73,10 +74,17 @@ pub(crate) struct RoundRobinCursor {
 }
 
 impl RoundRobinCursor {
-    /// The stream whose turn it is: the first after the last served one that has queued bytes,
-    /// wrapping around.
-    pub(crate) fn next(&self, streams: &StreamTable) -> Option<StreamId> {
-        let mut waiting = streams.iter().filter(|s| s.queued > 0).map(|s| s.meta.id);
+    /// The stream whose turn it is: the first after the last served one that has queued bytes
+    /// and is `eligible`, wrapping around.
+    pub(crate) fn next(
+        &self,
+        streams: &StreamTable,
+        eligible: impl Fn(&StreamState) -> bool,
+    ) -> Option<StreamId> {
+        let mut waiting = streams
+            .iter()
+            .filter(|s| s.queued > 0 && eligible(s))
+            .map(|s| s.meta.id);
         let first = waiting.next()?;
         let Some(last) = self.last else {
             return Some(first);
@@ -99,16 +107,54 @@ impl RoundRobinCursor {
 /// so equal paths are both used. A faster path counts as having room only with at least one
 /// packet's payload of window: quinn, which carries each path, sends nothing into less, so a
 /// few hundred bytes of window must not hold data back from the other paths.
-pub(crate) fn is_lowest_rtt_with_room(paths: &PathTable, asked: PathId, room: u64) -> bool {
-    if room == 0 {
-        return false;
+///
+/// A stream restricted to some paths ([`StreamMeta::paths`]) follows the rule among those: a
+/// slower path carries it when no faster path it may use has room.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LowestRtt<'a> {
+    paths: &'a PathTable,
+    asked: PathId,
+    room: u64,
+    /// The rule's answer for streams that may use every path.
+    for_any_path: bool,
+}
+
+impl<'a> LowestRtt<'a> {
+    pub(crate) fn new(paths: &'a PathTable, asked: PathId, room: u64) -> Self {
+        let mut rule = Self {
+            paths,
+            asked,
+            room,
+            for_any_path: false,
+        };
+        rule.for_any_path = rule.holds_among(|_| true);
+        rule
     }
-    let Some(me) = paths.usable().find(|p| p.id == asked) else {
-        return false;
-    };
-    !paths
-        .usable()
-        .any(|p| p.id != asked && p.room() >= PACKET_PAYLOAD && p.srtt < me.srtt)
+
+    /// Whether the asked path may carry `stream` now.
+    pub(crate) fn carries(&self, stream: &StreamState) -> bool {
+        match stream.meta.paths {
+            None => self.for_any_path,
+            Some(set) => set.contains(self.asked) && self.holds_among(|p| set.contains(p)),
+        }
+    }
+
+    /// Whether the asked path may carry some stream now: a cheap test before looking at each.
+    pub(crate) fn may_carry_any(&self, streams: &StreamTable) -> bool {
+        self.for_any_path || streams.iter().any(|s| s.meta.paths.is_some())
+    }
+
+    fn holds_among(&self, allowed: impl Fn(PathId) -> bool) -> bool {
+        if self.room == 0 {
+            return false;
+        }
+        let Some(me) = self.paths.usable().find(|p| p.id == self.asked) else {
+            return false;
+        };
+        !self.paths.usable().any(|p| {
+            p.id != self.asked && allowed(p.id) && p.room() >= PACKET_PAYLOAD && p.srtt < me.srtt
+        })
+    }
 }
 
 /// The event handlers a baseline forwards unchanged to its [`Tables`] in `self.tables`; the

@@ -18,6 +18,12 @@ pub enum SchedError {
         /// The limit, [`crate::MAX_PATHS`].
         max: usize,
     },
+    /// A stream restricted to more paths than a [`crate::PathSet`] holds.
+    #[error("a stream is restricted to at most {max} paths")]
+    TooManyAffinityPaths {
+        /// The limit, [`crate::PathSet::CAPACITY`].
+        max: usize,
+    },
     /// A path added twice.
     #[error("{0} already exists")]
     DuplicatePath(PathId),

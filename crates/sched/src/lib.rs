@@ -85,6 +85,7 @@ pub use sec::{
 };
 pub use streams::{StreamState, StreamTable};
 pub use types::{
-    Bandwidth, Grant, PathId, PathSnapshot, PathStatus, StreamId, StreamMeta, Urgency,
+    Bandwidth, Grant, PathId, PathSet, PathSnapshot, PathStatus, Priority, StreamId, StreamMeta,
+    Urgency,
 };
 pub use wrr::{WeightedRoundRobin, WrrConfig};

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use crate::baseline::{
-    forward_events_to_tables, is_lowest_rtt_with_room, RoundRobinCursor, Tables, PACKET_PAYLOAD,
+    forward_events_to_tables, LowestRtt, RoundRobinCursor, Tables, PACKET_PAYLOAD,
 };
 use crate::{Grant, PathId, Scheduler, StreamId};
 
@@ -71,10 +71,13 @@ impl Scheduler for Lrf {
     }
 
     fn poll_send(&mut self, _: Instant, path: PathId, room: u64) -> Option<Grant> {
-        if !is_lowest_rtt_with_room(&self.tables.paths, path, room) {
+        let rule = LowestRtt::new(&self.tables.paths, path, room);
+        if !rule.may_carry_any(&self.tables.streams) {
             return None;
         }
-        let stream = self.cursor.next(&self.tables.streams)?;
+        let stream = self
+            .cursor
+            .next(&self.tables.streams, |s| rule.carries(s))?;
         self.cursor.served(stream);
         self.tables.grant(stream, room.min(self.config.quantum))
     }

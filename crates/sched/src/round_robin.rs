@@ -68,7 +68,9 @@ impl Scheduler for RoundRobin {
         if !self.tables.may_send(path, room) {
             return None;
         }
-        let stream = self.cursor.next(&self.tables.streams)?;
+        let stream = self
+            .cursor
+            .next(&self.tables.streams, |s| s.meta.allows(path))?;
         self.cursor.served(stream);
         self.tables.grant(stream, room.min(self.config.quantum))
     }

@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables, PACKET_PAYLOAD};
+use crate::baseline::{forward_events_to_tables, LowestRtt, Tables, PACKET_PAYLOAD};
 use crate::wrr::WeightedTurns;
 use crate::{wrr_completion, FluidStream};
 use crate::{Bandwidth, Grant, PathId, PathSnapshot, Scheduler, StreamId, StreamState};
@@ -208,17 +208,27 @@ impl Scheduler for SaEcf {
         let asked = *self.tables.paths.get(path)?;
         let fastest = *self.tables.paths.usable().min_by_key(|p| p.srtt)?;
         if asked.srtt <= fastest.srtt {
-            let stream = self.turns.next(&self.tables.streams)?;
+            let stream = self
+                .turns
+                .next(&self.tables.streams, |s| s.meta.allows(path))?;
             return self.send(stream, room);
         }
         // A faster path with room goes first; past this, every faster path is full.
-        if !is_lowest_rtt_with_room(&self.tables.paths, path, room) {
+        let rule = LowestRtt::new(&self.tables.paths, path, room);
+        if !rule.may_carry_any(&self.tables.streams) {
             return None;
         }
         let until_done = self.bytes_until_completion();
-        for stream in self.turns.order(&self.tables.streams) {
+        for stream in self.turns.order(&self.tables.streams, |s| rule.carries(s)) {
+            // A stream kept to some paths follows the lowest-RTT rule among them: it does not
+            // wait for a faster path it may not use.
+            let restricted = self
+                .tables
+                .streams
+                .get(stream)
+                .is_some_and(|s| s.meta.paths.is_some());
             let k = until_done.get(&stream).copied().unwrap_or(0);
-            if !self.waits_for_fast(now, stream, k, &fastest, &asked) {
+            if restricted || !self.waits_for_fast(now, stream, k, &fastest, &asked) {
                 return self.send(stream, room);
             }
         }

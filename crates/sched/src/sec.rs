@@ -374,20 +374,29 @@ impl StreamEarliestCompletion {
 
         let mut ahead = [0u64; MAX_PATHS];
         let mut split = Vec::with_capacity(self.plan_paths.len());
+        let mut columns = Vec::with_capacity(self.plan_paths.len());
         for index in order {
+            // The stream is split over the paths it may use; the others get nothing of it.
+            let meta = &streams[index].meta;
             split.clear();
-            split.extend(self.plan_paths.iter().enumerate().map(|(j, p)| {
-                SplitPath {
-                    delay: p.delay,
-                    queue: Duration::try_from_secs_f64(p.bandwidth.seconds_for(ahead[j]))
-                        .unwrap_or(Duration::MAX),
-                    bandwidth: p.bandwidth,
+            columns.clear();
+            for (j, p) in self.plan_paths.iter().enumerate() {
+                if meta.allows(p.id) {
+                    columns.push(j);
+                    split.push(SplitPath {
+                        delay: p.delay,
+                        queue: Duration::try_from_secs_f64(p.bandwidth.seconds_for(ahead[j]))
+                            .unwrap_or(Duration::MAX),
+                        bandwidth: p.bandwidth,
+                    });
                 }
-            }));
+            }
+            let mut shares = [0u64; MAX_PATHS];
             let mut limit = [0u64; MAX_PATHS];
-            if split_stream(fluid[index].size, &split, &mut limit).is_ok() {
-                for (total, bytes) in ahead.iter_mut().zip(limit) {
-                    *total = total.saturating_add(bytes);
+            if split_stream(fluid[index].size, &split, &mut shares).is_ok() {
+                for (&j, &bytes) in columns.iter().zip(&shares) {
+                    limit[j] = bytes;
+                    ahead[j] = ahead[j].saturating_add(bytes);
                 }
             }
             self.plan.push(Planned {

@@ -75,6 +75,104 @@ impl fmt::Display for Urgency {
     }
 }
 
+/// An RFC 9218 priority: the urgency, and whether the receiver uses the data as it arrives
+/// (the incremental flag). `Default` is the RFC's, `u=3` and not incremental.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Priority {
+    urgency: Urgency,
+    incremental: bool,
+}
+
+impl Priority {
+    /// RFC 9218's defaults: `u=3`, not incremental.
+    pub const DEFAULT: Self = Self::new(Urgency::DEFAULT, false);
+
+    /// A priority of `urgency`, incremental or not.
+    pub const fn new(urgency: Urgency, incremental: bool) -> Self {
+        Self {
+            urgency,
+            incremental,
+        }
+    }
+
+    /// The urgency.
+    pub const fn urgency(self) -> Urgency {
+        self.urgency
+    }
+
+    /// Whether the data is useful in parts as it arrives (RFC 9218 section 4.2).
+    pub const fn incremental(self) -> bool {
+        self.incremental
+    }
+
+    /// This priority with the incremental flag set to `incremental`.
+    pub const fn with_incremental(self, incremental: bool) -> Self {
+        Self::new(self.urgency, incremental)
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.urgency)?;
+        if self.incremental {
+            f.write_str(", i")?;
+        }
+        Ok(())
+    }
+}
+
+/// The paths a stream may use, when it is restricted to some
+/// ([`StreamMeta::paths`]): at most [`PathSet::CAPACITY`] of them. A stream kept on Wi-Fi, or a
+/// control stream kept off a metered path, is restricted this way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PathSet {
+    ids: [PathId; PathSet::CAPACITY],
+    len: u8,
+}
+
+impl PathSet {
+    /// The most paths a set names.
+    pub const CAPACITY: usize = 8;
+
+    /// The set of `paths` (duplicates count once).
+    ///
+    /// # Errors
+    /// More than [`CAPACITY`](Self::CAPACITY) distinct paths, or none.
+    pub fn new(paths: &[PathId]) -> Result<Self, SchedError> {
+        let mut set = Self {
+            ids: [PathId(0); Self::CAPACITY],
+            len: 0,
+        };
+        for &path in paths {
+            if set.contains(path) {
+                continue;
+            }
+            let slot =
+                set.ids
+                    .get_mut(usize::from(set.len))
+                    .ok_or(SchedError::TooManyAffinityPaths {
+                        max: Self::CAPACITY,
+                    })?;
+            *slot = path;
+            set.len += 1;
+        }
+        if set.len == 0 {
+            return Err(SchedError::NoPaths);
+        }
+        Ok(set)
+    }
+
+    /// Whether `path` is in the set.
+    pub fn contains(&self, path: PathId) -> bool {
+        self.iter().any(|p| p == path)
+    }
+
+    /// The paths, in the order given.
+    pub fn iter(&self) -> impl Iterator<Item = PathId> + '_ {
+        self.ids[..usize::from(self.len)].iter().copied()
+    }
+}
+
 /// What a scheduler knows about a stream when it opens (and when its priority or size changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamMeta {
@@ -90,6 +188,10 @@ pub struct StreamMeta {
     /// fetches a stylesheet), if known to be more urgent than the stream itself: see
     /// [`effective_urgency`](Self::effective_urgency).
     pub leads_to: Option<Urgency>,
+    /// The paths the stream may be sent on; `None`: any path. Every scheduler grants the
+    /// stream only on these (PriorityBucket allocates it over them); while none of them is up,
+    /// the stream waits.
+    pub paths: Option<PathSet>,
 }
 
 impl StreamMeta {
@@ -101,7 +203,13 @@ impl StreamMeta {
             incremental: false,
             size: None,
             leads_to: None,
+            paths: None,
         }
+    }
+
+    /// Whether the stream may be sent on `path` ([`paths`](Self::paths)).
+    pub fn allows(&self, path: PathId) -> bool {
+        self.paths.is_none_or(|set| set.contains(path))
     }
 
     /// The urgency a scheduler orders the stream by: its own, or what it leads to when that is
@@ -133,6 +241,12 @@ impl StreamMeta {
     /// Sets what the stream leads to ([`leads_to`](Self::leads_to)).
     pub fn with_leads_to(mut self, urgency: Urgency) -> Self {
         self.leads_to = Some(urgency);
+        self
+    }
+
+    /// Restricts the stream to `paths` ([`paths`](Self::paths)).
+    pub fn with_paths(mut self, paths: PathSet) -> Self {
+        self.paths = Some(paths);
         self
     }
 }

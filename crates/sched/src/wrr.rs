@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::baseline::{forward_events_to_tables, is_lowest_rtt_with_room, Tables, PACKET_PAYLOAD};
+use crate::baseline::{forward_events_to_tables, LowestRtt, Tables, PACKET_PAYLOAD};
 use crate::{Grant, PathId, Scheduler, StreamId, StreamState, StreamTable};
 
 /// Configuration of [`WeightedRoundRobin`].
@@ -77,10 +77,11 @@ impl Scheduler for WeightedRoundRobin {
     }
 
     fn poll_send(&mut self, _: Instant, path: PathId, room: u64) -> Option<Grant> {
-        if !is_lowest_rtt_with_room(&self.tables.paths, path, room) {
+        let rule = LowestRtt::new(&self.tables.paths, path, room);
+        if !rule.may_carry_any(&self.tables.streams) {
             return None;
         }
-        let stream = self.turns.next(&self.tables.streams)?;
+        let stream = self.turns.next(&self.tables.streams, |s| rule.carries(s))?;
         let grant = self.tables.grant(stream, room.min(self.config.quantum))?;
         self.turns.charge(&self.tables.streams, grant);
         Some(grant)
@@ -107,20 +108,28 @@ impl WeightedTurns {
             .max(self.now)
     }
 
-    /// The stream whose turn it is among those with queued bytes.
-    pub(crate) fn next(&self, streams: &StreamTable) -> Option<StreamId> {
+    /// The stream whose turn it is among those with queued bytes that are `eligible`.
+    pub(crate) fn next(
+        &self,
+        streams: &StreamTable,
+        eligible: impl Fn(&StreamState) -> bool,
+    ) -> Option<StreamId> {
         streams
             .iter()
-            .filter(|s| s.queued > 0)
+            .filter(|s| s.queued > 0 && eligible(s))
             .min_by_key(|s| (self.start(s), s.seq))
             .map(|s| s.meta.id)
     }
 
-    /// Every stream with queued bytes, in the order their turns come.
-    pub(crate) fn order(&self, streams: &StreamTable) -> Vec<StreamId> {
+    /// Every stream with queued bytes that is `eligible`, in the order their turns come.
+    pub(crate) fn order(
+        &self,
+        streams: &StreamTable,
+        eligible: impl Fn(&StreamState) -> bool,
+    ) -> Vec<StreamId> {
         let mut waiting: Vec<_> = streams
             .iter()
-            .filter(|s| s.queued > 0)
+            .filter(|s| s.queued > 0 && eligible(s))
             .map(|s| (self.start(s), s.seq, s.meta.id))
             .collect();
         waiting.sort_unstable();

@@ -26,7 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use mpquic_core::SelfSigned;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 
@@ -206,11 +207,10 @@ where
 fn certificate(
     path: &PathBuf,
 ) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), BoxError> {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
-    let key = PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
-    let der = cert.cert.der().clone();
+    let certificate = SelfSigned::new(&["localhost"])?;
+    let der = certificate.cert_der();
     std::fs::write(path, der.as_ref()).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok((der, key.into()))
+    Ok((der, certificate.key_der()))
 }
 
 fn roots(path: &PathBuf) -> Result<Arc<rustls::RootCertStore>, BoxError> {

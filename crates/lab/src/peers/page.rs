@@ -69,6 +69,7 @@ use mpquic_sched::sim::Scenario;
 use serde_json::{json, Value};
 
 use super::bed::{addrs, Bed, Proc};
+use super::peer::write_pem_certificate;
 use crate::testbed::{catch_signals, interrupted, stop_signal};
 use crate::Failure;
 
@@ -516,7 +517,7 @@ fn report(load: &Load) -> Result<Value, String> {
             bytes: response.bytes,
             status,
             critical: object.critical,
-            urgency: object.priority.urgency(),
+            urgency: object.priority.urgency().get(),
             requested_ms: requested - t0,
             completed_ms: completed - t0,
         });
@@ -633,10 +634,7 @@ fn load(
         bed.scratch().join("cert.crt"),
         bed.scratch().join("cert.key"),
     );
-    let pair = rcgen::generate_simple_self_signed(vec!["localhost".into()])
-        .map_err(|e| format!("certificate: {e}"))?;
-    std::fs::write(&cert, pair.cert.pem()).map_err(|e| format!("writing cert: {e}"))?;
-    std::fs::write(&key, pair.key_pair.serialize_pem()).map_err(|e| format!("writing key: {e}"))?;
+    write_pem_certificate(&cert, &key)?;
     let (server_log, client_log) = (
         bed.scratch().join("server.log"),
         bed.scratch().join("client.log"),

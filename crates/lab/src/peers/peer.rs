@@ -6,7 +6,7 @@ use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
 
-use mpquic_core::CongestionControl;
+use mpquic_core::{CongestionControl, SelfSigned};
 use mpquic_netns::topology::Side;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -558,6 +558,14 @@ fn number_after(text: &str, key: &str) -> Option<f64> {
     rest[..end].parse().ok()
 }
 
+/// A fresh self-signed certificate for `localhost` and its key, written as PEM for tquic's
+/// tools (ECDSA: BoringSSL does not offer Ed25519 by default).
+pub(super) fn write_pem_certificate(cert: &Path, key: &Path) -> Result<(), String> {
+    let certificate = SelfSigned::new(&["localhost"]).map_err(|e| format!("certificate: {e}"))?;
+    std::fs::write(cert, certificate.cert_pem()).map_err(|e| format!("writing cert: {e}"))?;
+    std::fs::write(key, certificate.key_pem()).map_err(|e| format!("writing key: {e}"))
+}
+
 fn tquic(job: &Job) -> Result<Measured, String> {
     let (variant, port, size) = (job.variant, job.port, job.size);
     let (server_bin, client_bin) = job.tools.tquic.clone()?;
@@ -569,11 +577,7 @@ fn tquic(job: &Job) -> Result<Measured, String> {
     let expected = served_file(&root.join(TQUIC_FILE), size)?;
     let (cert, key) = (root.join("cert.crt"), root.join("cert.key"));
     if !cert.is_file() {
-        let pair = rcgen::generate_simple_self_signed(vec!["localhost".into()])
-            .map_err(|e| format!("certificate: {e}"))?;
-        std::fs::write(&cert, pair.cert.pem()).map_err(|e| format!("writing cert: {e}"))?;
-        std::fs::write(&key, pair.key_pair.serialize_pem())
-            .map_err(|e| format!("writing key: {e}"))?;
+        write_pem_certificate(&cert, &key)?;
     }
     let (sched, cc) = (
         flag(variant, "multipath_algor"),

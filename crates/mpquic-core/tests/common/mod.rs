@@ -6,9 +6,10 @@
 pub mod raw;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use mpquic_core::{Config, Connection, Endpoint, PathStatus};
+use mpquic_core::{Config, Connection, Endpoint, PathConfig, PathStatus, SelfSigned};
 use sha2::{Digest, Sha256};
 
 pub struct Pair {
@@ -19,15 +20,6 @@ pub struct Pair {
     pub server_endpoint: Endpoint,
 }
 
-pub fn certificate() -> (
-    rustls::pki_types::CertificateDer<'static>,
-    rustls::pki_types::PrivateKeyDer<'static>,
-) {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der());
-    (cert.cert.der().clone(), key.into())
-}
-
 pub fn local(k: usize) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, k as u8], 0))
 }
@@ -35,7 +27,7 @@ pub fn local(k: usize) -> SocketAddr {
 /// A client and server over `paths` paths with `scheduler`.
 pub async fn pair(paths: usize, scheduler: &str) -> Pair {
     let mut config = Config::default();
-    config.scheduler(scheduler).unwrap();
+    config.scheduler(scheduler.parse().unwrap());
     pair_with(paths, config).await
 }
 
@@ -45,27 +37,24 @@ pub async fn pair_with(paths: usize, config: Config) -> Pair {
 
 /// Like [`pair_with`], with the server on its own config.
 pub async fn pair_with_server_config(paths: usize, config: Config, server_config: Config) -> Pair {
-    let (cert, key) = certificate();
-    let server_endpoint = Endpoint::server(
-        &["127.0.0.1:0".parse().unwrap()],
-        server_config,
-        vec![cert.clone()],
-        key,
-    )
-    .unwrap();
-    let server_addr = server_endpoint.local_addrs()[0];
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).unwrap();
-    let client_endpoint = Endpoint::client(&[local(1)], config, roots).unwrap();
+    let certificate = SelfSigned::new(&["localhost"]).unwrap();
+    let mut server_tls = certificate.server_config().unwrap();
+    server_tls.transport_config(Arc::new(server_config));
+    let server_endpoint = Endpoint::server(server_tls, "127.0.0.1:0".parse().unwrap()).unwrap();
+    let server_addr = server_endpoint.local_addr().unwrap();
+    let mut client_tls = certificate.client_config().unwrap();
+    client_tls.transport_config(Arc::new(config));
+    let mut client_endpoint = Endpoint::client(local(1)).unwrap();
+    client_endpoint.set_default_client_config(client_tls);
     let client = client_endpoint
         .connect(server_addr, "localhost")
         .unwrap()
         .await
         .unwrap();
-    let server = server_endpoint.accept().await.unwrap();
+    let server = server_endpoint.accept().await.unwrap().await.unwrap();
     for k in 2..=paths {
         client
-            .open_path(local(k), server_addr, PathStatus::Available)
+            .open_path(&PathConfig::new(local(k), server_addr))
             .await
             .unwrap();
     }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_core::wire::{self, Frame, Params, SessionId};
-use mpquic_core::{Config, Endpoint};
+use mpquic_core::{Config, Endpoint, SelfSigned, VarInt};
 
-use super::{certificate, local, send_and_check, serve_hashes};
+use super::{local, send_and_check, serve_hashes};
 
 /// The parameters the raw peer announces: generous, so that only the server's limits matter.
 pub const PARAMS: Params = Params {
@@ -20,10 +20,10 @@ pub const PARAMS: Params = Params {
 /// Client-initiated unidirectional stream 0.
 pub const UNI: u64 = 2;
 
-/// An mpquic server on 127.0.0.1 and the roots that trust it.
+/// An mpquic server on 127.0.0.1 and its certificate.
 pub struct Server {
     pub endpoint: Endpoint,
-    pub roots: rustls::RootCertStore,
+    pub certificate: SelfSigned,
 }
 
 /// What the server said when it accepted a raw session.
@@ -37,17 +37,14 @@ pub struct RawSession {
 
 impl Server {
     pub fn start(config: Config) -> Self {
-        let (cert, key) = certificate();
-        let endpoint = Endpoint::server(
-            &["127.0.0.1:0".parse().unwrap()],
-            config,
-            vec![cert.clone()],
-            key,
-        )
-        .unwrap();
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(cert).unwrap();
-        Self { endpoint, roots }
+        let certificate = SelfSigned::new(&["localhost"]).unwrap();
+        let mut tls = certificate.server_config().unwrap();
+        tls.transport_config(Arc::new(config));
+        let endpoint = Endpoint::server(tls, "127.0.0.1:0".parse().unwrap()).unwrap();
+        Self {
+            endpoint,
+            certificate,
+        }
     }
 
     /// A plain quinn connection to the server from `127.0.0.k`.
@@ -58,8 +55,8 @@ impl Server {
     /// Like [`Server::raw`] with the client's own quinn transport settings.
     pub async fn raw_with(&self, k: usize, transport: quinn::TransportConfig) -> quinn::Connection {
         let client = quinn::Endpoint::client(local(k)).unwrap();
-        let mut tls =
-            quinn::ClientConfig::with_root_certificates(Arc::new(self.roots.clone())).unwrap();
+        let roots = Arc::new(self.certificate.roots().unwrap());
+        let mut tls = quinn::ClientConfig::with_root_certificates(roots).unwrap();
         tls.transport_config(Arc::new(transport));
         client
             .connect_with(tls, self.endpoint.local_addrs()[0], "localhost")
@@ -90,16 +87,17 @@ impl Server {
 
     /// A well-behaved mpquic session still works.
     pub async fn still_serves(&self) {
-        let client = Endpoint::client(&[local(3)], Config::default(), self.roots.clone()).unwrap();
+        let mut client = Endpoint::client(local(3)).unwrap();
+        client.set_default_client_config(self.certificate.client_config().unwrap());
         let conn = client
             .connect(self.endpoint.local_addrs()[0], "localhost")
             .unwrap()
             .await
             .unwrap();
-        let server_conn = self.endpoint.accept().await.unwrap();
+        let server_conn = self.endpoint.accept().await.unwrap().await.unwrap();
         serve_hashes(server_conn);
         send_and_check(&conn, 5, 100_000).await;
-        conn.close(0, b"done");
+        conn.close(VarInt::from_u32(0), b"done");
     }
 }
 

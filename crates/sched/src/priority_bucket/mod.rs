@@ -230,7 +230,7 @@ impl PriorityBucket {
         }; MAX_PATHS];
         let mut ids = [PathId(0); MAX_PATHS];
         let mut n = 0;
-        for path in self.paths.usable() {
+        for path in self.paths.usable().filter(|p| state.meta.allows(p.id)) {
             let queued = self
                 .path_buckets(path.id)
                 .map_or(0, |b| b.queued_at_or_above(key.urgency));
