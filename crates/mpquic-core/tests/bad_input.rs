@@ -99,7 +99,7 @@ async fn a_join_with_a_wrong_secret() {
         session,
         ..
     } = server.raw_session().await;
-    let _server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
     let joiner = server.raw(2).await;
     let (mut send, _recv) = joiner.open_bi().await.unwrap();
     let join = Frame::Join {
@@ -109,9 +109,16 @@ async fn a_join_with_a_wrong_secret() {
     };
     send_frame(&mut send, join).await;
     assert_eq!(close_code(&joiner).await, codes::JOIN_REFUSED);
-    // The session the join named is untouched.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(good.close_reason().is_none());
+    // The session the join named is untouched: it still carries a stream to its client.
+    let mut send = server_conn.open_uni().await.unwrap();
+    send.write_all(b"still here").await.unwrap();
+    send.finish().unwrap();
+    let mut chunks = tokio::time::timeout(Duration::from_secs(10), good.accept_uni())
+        .await
+        .expect("a chunk stream of the session")
+        .unwrap();
+    let received = chunks.read_to_end(1024).await.unwrap();
+    assert!(received.ends_with(b"still here"), "{received:?}");
     server.still_serves().await;
 }
 

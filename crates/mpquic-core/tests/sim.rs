@@ -2,8 +2,12 @@
 //! real quinn-proto connections per path at both ends: deterministic, so exact expectations
 //! hold where loopback tests had to allow for the machine's load.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+use common::payload;
 
 use mpquic_core::sim::{Link, Pair, PathLinks};
 use mpquic_core::{Config, PathEvent, PathId, PathSet, Priority, ReadError, ReinjectionConfig};
@@ -41,13 +45,6 @@ fn two_paths(rate_bps: u64, down_at: Option<Duration>) -> Vec<PathLinks> {
             };
             (emulated(config(ms)), emulated(config(ms + 1)))
         })
-        .collect()
-}
-
-/// Deterministic bytes for a stream: a counter mixed by multiplication.
-fn payload(len: usize) -> Vec<u8> {
-    (0..len as u64)
-        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes()[7])
         .collect()
 }
 
@@ -135,7 +132,7 @@ fn transfer_on(pair: &mut Pair, stream: u64, data: &[u8], limit: Duration) -> Ou
 
 #[test]
 fn a_transfer_is_identical_run_after_run() {
-    let data = payload(2_000_000);
+    let data = payload(1, 2_000_000);
     let run = || {
         let pair = Pair::new(
             &Config::default(),
@@ -153,7 +150,7 @@ fn a_transfer_is_identical_run_after_run() {
 
 #[test]
 fn fifty_megabytes_survive_a_path_dying_at_one_second() {
-    let data = payload(50_000_000);
+    let data = payload(1, 50_000_000);
     let pair = Pair::new(
         &Config::default(),
         &Config::default(),
@@ -190,7 +187,7 @@ fn a_size_hinted_stream_is_split_in_the_allocators_proportions() {
     let mut pair = Pair::new(&config, &config, two_paths(20_000_000, None), 5).unwrap();
     assert!(pair.connect(Duration::from_secs(2)));
     // Warm both paths so the estimates are measured, not priors.
-    let data = payload(3_000_000);
+    let data = payload(1, 3_000_000);
     let warm_up = pair.client.core.open(true, pair.now()).unwrap();
     transfer_on(&mut pair, warm_up, &data, Duration::from_secs(10));
 
@@ -257,7 +254,7 @@ fn a_stream_kept_on_one_path_is_sent_only_there_by_every_scheduler() {
         let outcome = transfer_on(
             &mut pair,
             stream,
-            &payload(1_000_000),
+            &payload(1, 1_000_000),
             Duration::from_secs(10),
         );
         assert_eq!(outcome.per_path, [0, 1_000_000], "{kind:?}");
@@ -393,7 +390,10 @@ fn paths_with_loss(paths: usize, loss: f64, seed: u64) -> Vec<PathLinks> {
 #[test]
 fn every_scheduler_delivers_streams_of_every_size_over_one_two_and_four_paths() {
     let sizes = [0, 1, 1200, 100_000, 1_000_000];
-    let streams: Vec<(Vec<u8>, End)> = sizes.iter().map(|&n| (payload(n), End::Finish)).collect();
+    let streams: Vec<(Vec<u8>, End)> = sizes
+        .iter()
+        .map(|&n| (payload(1, n), End::Finish))
+        .collect();
     for kind in SchedulerKind::ALL {
         for paths in [1, 2, 4] {
             let mut config = Config::default();
@@ -426,7 +426,7 @@ proptest! {
     ) {
         let streams: Vec<(Vec<u8>, End)> = plans
             .iter()
-            .map(|&(len, reset)| (payload(len), reset.map_or(End::Finish, End::ResetAfter)))
+            .map(|&(len, reset)| (payload(1, len), reset.map_or(End::Finish, End::ResetAfter)))
             .collect();
         let mut links = paths_with_loss(2, loss, seed);
         if let Some(ms) = path_dies_at {
@@ -486,7 +486,7 @@ struct Steady {
 /// Writes `len` bytes on one client stream at `rate_bps`, read at the server as they come.
 fn steady_stream(pair: &mut Pair, rate_bps: u64, len: usize, limit: Duration) -> Steady {
     assert!(pair.connect(Duration::from_secs(2)), "paths up");
-    let data = payload(len);
+    let data = payload(1, len);
     let start = pair.now();
     let stream = pair.client.core.open(true, start).unwrap();
     let (mut written, mut received) = (0, Vec::with_capacity(len));
@@ -596,7 +596,7 @@ fn bytes_lost_on_a_slower_path_are_reinjected_within_the_budget() {
     let mut pair = Pair::new(&config, &config, paths_with_loss(2, 0.02, 4), 4).unwrap();
     assert!(pair.connect(Duration::from_secs(2)));
     let streams: Vec<(Vec<u8>, End)> = (0..20)
-        .map(|k| (payload(50_000 + 10_000 * k), End::Finish))
+        .map(|k| (payload(1, 50_000 + 10_000 * k), End::Finish))
         .collect();
     let received = exchange(&mut pair, &streams, Duration::from_secs(30));
     check_delivery(&streams, &received);
@@ -657,7 +657,7 @@ fn an_urgent_streams_tail_on_a_slowed_path_is_sent_again_on_the_idle_one() {
         let outcome = transfer_on(
             &mut pair,
             stream,
-            &payload(100_000),
+            &payload(1, 100_000),
             Duration::from_secs(10),
         );
         // The slower copies land after the stream is complete.
@@ -809,7 +809,7 @@ fn reading_a_reset_stream_returns_its_buffered_bytes_to_the_window() {
     let mut pair = Pair::new(&Config::default(), &small_window(256 * 1024), one_path(), 1).unwrap();
     assert!(pair.connect(Duration::from_secs(2)));
     // Sixteen streams fill the connection window, and stay buffered at the server...
-    let data = payload(STREAM);
+    let data = payload(1, STREAM);
     let streams = fill_unread(&mut pair, 16, &data, false, limit);
     // ...until their writer resets them, and the server has the resets: the writer forgets a
     // reset stream once the server acknowledged it.
@@ -854,10 +854,10 @@ fn unread_streams_below_the_window_do_not_block_the_others() {
     let mut pair = Pair::new(&Config::default(), &small_window(512 * 1024), one_path(), 2).unwrap();
     assert!(pair.connect(Duration::from_secs(2)));
     // Two streams hold 600 KiB of the 1 MiB window, unread.
-    let data = payload(UNREAD);
+    let data = payload(1, UNREAD);
     let held = fill_unread(&mut pair, 2, &data, true, limit);
     // A third stream, twice the window, flows through the rest as it is read.
-    let big = payload(READ);
+    let big = payload(1, READ);
     let stream = pair.client.core.open(true, pair.now()).unwrap();
     let (mut written, mut received) = (0, Vec::new());
     let arrived = pair.run_until(limit, |pair| {
@@ -891,7 +891,7 @@ fn stop_sending_after_the_fin_resets_with_the_announced_final_size() {
         assert!(pair.connect(Duration::from_secs(2)));
         // More than the first congestion windows carry: most of it is still unsent when the
         // fin is announced and the stop arrives.
-        let big = payload(3 << 20);
+        let big = payload(1, 3 << 20);
         let stream = pair.client.core.open(true, pair.now()).unwrap();
         let mut written = 0;
         let stopped = pair.run_until(limit, |pair| {
