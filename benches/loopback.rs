@@ -27,8 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use mpquic::sim::Payload;
 use mpquic::{Config, PathStatus, SelfSigned};
-use mpquic_lab::transfer::{self, BoxError, Payload};
+use mpquic_lab::transfer::{self, BoxError};
 use nix::sys::resource::{getrusage, UsageWho};
 use serde_json::json;
 

@@ -37,7 +37,8 @@ use mpquic_core::{Config, Endpoint, PathStats, PathStatus, SelfSigned, ServerCon
 use rustls::pki_types::CertificateDer;
 use serde_json::json;
 
-use crate::transfer::{self, BoxError, Payload};
+use crate::transfer::{self, BoxError};
+use mpquic_core::sim::Payload;
 
 /// Which end(s) of the transfer run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -58,7 +58,8 @@ use mpquic_core::{
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::transfer::{self, BoxError, Payload};
+use crate::transfer::{self, BoxError};
+use mpquic_core::sim::{Payload, BLOCK};
 
 // ---------------------------------------------------------------------------------------------
 // The figures: RSS, live heap, live tasks, open fds.
@@ -400,7 +401,7 @@ fn mix(seed: u64, a: u64, b: u64) -> u64 {
 /// Writes `len` bytes from `seed` (see [`Payload`]) without finishing the stream.
 async fn write_payload(send: &mut SendStream, seed: u64, len: u64) -> Result<(), BoxError> {
     let mut payload = Payload::new(seed, len);
-    let mut block = Vec::with_capacity(transfer::BLOCK);
+    let mut block = Vec::with_capacity(BLOCK);
     while payload.next_block(&mut block) {
         send.write_all(&block).await?;
     }

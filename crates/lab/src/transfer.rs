@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mpquic_core::sim::{Payload, BLOCK};
 use mpquic_core::{ClientConfig, Config, Connection, Endpoint, PathConfig};
 use rustls::pki_types::CertificateDer;
 use sha2::{Digest, Sha256};
@@ -22,63 +23,14 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// Any error, sendable across tasks.
 pub type BoxError = Box<dyn Error + Send + Sync>;
 
-/// Bytes handed to a stream per write, and read from it per read.
-pub const BLOCK: usize = 64 * 1024;
-
-/// Deterministic pseudo-random bytes (xorshift64), generated block by block so that any size
-/// can be sent without holding it in memory.
-pub struct Payload {
-    state: u64,
-    remaining: u64,
-}
-
-impl Payload {
-    /// `len` bytes from `seed`.
-    pub fn new(seed: u64, len: u64) -> Self {
-        Self {
-            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-            remaining: len,
-        }
+/// Writes the rest of `payload` to the file `path` (tquic serves it from there).
+pub fn write_payload(mut payload: Payload, path: &Path) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut buf = Vec::with_capacity(BLOCK);
+    while payload.next_block(&mut buf) {
+        file.write_all(&buf)?;
     }
-
-    /// Replaces `buf` with the next block (at most [`BLOCK`] bytes); `false` at the end.
-    pub fn next_block(&mut self, buf: &mut Vec<u8>) -> bool {
-        buf.clear();
-        if self.remaining == 0 {
-            return false;
-        }
-        let n = self.remaining.min(BLOCK as u64) as usize;
-        while buf.len() < n {
-            self.state ^= self.state << 13;
-            self.state ^= self.state >> 7;
-            self.state ^= self.state << 17;
-            buf.extend_from_slice(&self.state.to_le_bytes());
-        }
-        buf.truncate(n);
-        self.remaining -= n as u64;
-        true
-    }
-
-    /// Writes the rest of the payload to the file `path` (tquic serves it from there).
-    pub fn write_to(mut self, path: &Path) -> std::io::Result<()> {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        let mut buf = Vec::with_capacity(BLOCK);
-        while self.next_block(&mut buf) {
-            file.write_all(&buf)?;
-        }
-        file.flush()
-    }
-
-    /// The sha256 of the `len` bytes from `seed`.
-    pub fn digest(seed: u64, len: u64) -> [u8; 32] {
-        let mut payload = Self::new(seed, len);
-        let mut hasher = Sha256::new();
-        let mut buf = Vec::with_capacity(BLOCK);
-        while payload.next_block(&mut buf) {
-            hasher.update(&buf);
-        }
-        hasher.finalize().into()
-    }
+    file.flush()
 }
 
 /// Client side: writes the payload on `send` (at most at `rate_bps` bits per second if set,

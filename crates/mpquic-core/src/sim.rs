@@ -44,6 +44,7 @@
 //! ```
 
 mod end;
+mod payload;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -56,6 +57,7 @@ use crate::config::Config;
 use crate::tls::{CertificateError, SelfSigned};
 
 pub use end::End;
+pub use payload::{Payload, BLOCK};
 
 use end::Datagram;
 

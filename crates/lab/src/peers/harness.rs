@@ -31,7 +31,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 
-use crate::transfer::{hash_stream, send_payload, BoxError, Payload};
+use crate::transfer::{hash_stream, send_payload, BoxError};
+use mpquic_core::sim::Payload;
 
 /// The payload's seed, the same for every peer (tquic's served file too).
 pub const SEED: u64 = 1;

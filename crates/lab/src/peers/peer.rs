@@ -13,7 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::bed::{addrs, Bed, Proc};
 use super::harness::SEED;
-use crate::transfer::Payload;
+use crate::transfer::write_payload;
+use mpquic_core::sim::Payload;
 
 /// Longest a server may take to say it listens.
 const READY: Duration = Duration::from_secs(15);
@@ -536,8 +537,7 @@ fn served_file(path: &Path, size: u64) -> Result<[u8; 32], String> {
         .map(|m| m.len() != size)
         .unwrap_or(true);
     if fresh {
-        Payload::new(SEED, size)
-            .write_to(path)
+        write_payload(Payload::new(SEED, size), path)
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     file_sha256(path)

@@ -81,18 +81,9 @@ pub async fn pair_with_server_config(paths: usize, config: Config, server_config
     }
 }
 
-/// Deterministic bytes for stream `seed` (xorshift), cheap enough for 100 MB.
+/// Deterministic bytes for stream `seed` ([`Payload`](mpquic_core::sim::Payload)).
 pub fn payload(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
+    mpquic_core::sim::Payload::new(seed, len as u64).into_vec()
 }
 
 pub fn sha256(data: &[u8]) -> [u8; 32] {
