@@ -277,7 +277,7 @@ fn hard_cap(config: &LinkConfig) -> u64 {
     let rate_u64 = rate.min(u64::MAX as f64) as u64;
     let queue = config
         .queue_bytes
-        .unwrap_or_else(|| mpquic_sched::sim::default_queue_bytes(rate_u64, delay));
+        .unwrap_or_else(|| mpquic_scenario::default_queue_bytes(rate_u64, delay));
     let in_flight = (rate * delay.as_secs_f64() / 8.0).ceil();
     queue
         .saturating_add(in_flight.min(u64::MAX as f64) as u64)

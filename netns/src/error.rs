@@ -1,7 +1,7 @@
 //! The testbed's error type: every failure names the problem (which setting, which trace line,
 //! which event), so that bad input is reported before anything is set up.
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::UnknownScenario;
 
 /// Everything that can go wrong in the testbed, typed so callers can tell bad input from I/O.
 #[derive(Debug, thiserror::Error)]
@@ -40,9 +40,9 @@ pub enum NetnsError {
         #[source]
         source: std::io::Error,
     },
-    /// A scenario name that is not one of `mpquic_sched::sim::Scenario::names()`.
-    #[error("unknown scenario {0:?} (known: {known})", known = known_scenarios())]
-    UnknownScenario(String),
+    /// A scenario name that is not one of the presets; the message lists them.
+    #[error(transparent)]
+    UnknownScenario(#[from] UnknownScenario),
 }
 
 impl NetnsError {
@@ -70,23 +70,9 @@ impl NetnsError {
     }
 }
 
-/// The preset names, comma-separated, for the unknown-scenario message.
-fn known_scenarios() -> String {
-    Scenario::names().collect::<Vec<_>>().join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unknown_scenario_lists_the_presets() {
-        let msg = NetnsError::UnknownScenario("pb-huge".into()).to_string();
-        assert!(msg.contains("\"pb-huge\""), "{msg}");
-        for name in Scenario::names() {
-            assert!(msg.contains(name), "{msg} lacks {name}");
-        }
-    }
 
     #[test]
     fn messages_name_the_place() {

@@ -7,7 +7,7 @@
 //! shell around it is a per-path UDP [`relay`] on loopback, which needs no root
 //! ([`loopback::LoopbackTestbed`]); [`probe`] measures a path from its two ends (RTT, goodput,
 //! loss per direction) against what was configured. Scenario presets are the simulator's
-//! (`mpquic_sched::sim::Scenario`), so a preset name means the same paths everywhere. With
+//! ([`mpquic_scenario::Scenario`]), so a preset name means the same paths everywhere. With
 //! root, [`topology::Topology`] joins a client and a server network namespace by one pair of
 //! TUN devices per path, with the same links in between, so real kernels' UDP and TCP cross
 //! them.

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use mpquic_sched::sim::{default_queue_bytes, PathSpec};
+use mpquic_scenario::{default_queue_bytes, PathSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -44,7 +44,7 @@ pub enum Loss {
 }
 
 /// The configuration of one direction of one path. Knob names follow the simulator's
-/// (`mpquic_sched::sim::PathSpec`): rate in bit/s, one-way delay.
+/// (`mpquic_scenario::PathSpec`): rate in bit/s, one-way delay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkConfig {
     /// Serialization rate in bit/s, `1..=100 Gbit/s`; ignored while `trace` drives the link.
@@ -54,7 +54,7 @@ pub struct LinkConfig {
     /// Random loss.
     pub loss: Loss,
     /// Drop-tail queue in bytes, at least 1500. `None`: one BDP (rate x 2 x delay), at least
-    /// 64 kB (`mpquic_sched::sim::default_queue_bytes`; a trace counts at its mean rate).
+    /// 64 kB (`mpquic_scenario::default_queue_bytes`; a trace counts at its mean rate).
     pub queue_bytes: Option<u64>,
     /// A Mahimahi trace that replaces `rate_bps` when set.
     pub trace: Option<Trace>,
@@ -79,7 +79,7 @@ impl LinkConfig {
         }
     }
 
-    /// The config of one direction of a scenario path (mpquic_sched::sim::PathSpec): rate,
+    /// The config of one direction of a scenario path (mpquic_scenario::PathSpec): rate,
     /// one-way delay, Bernoulli drop rate.
     pub fn from_spec(spec: &PathSpec, seed: u64) -> Self {
         // Only an exact 0 means lossless, so that a NaN drop rate reaches Link::new's check.

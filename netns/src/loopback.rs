@@ -4,7 +4,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 
 use crate::error::NetnsError;
 use crate::link::LinkConfig;

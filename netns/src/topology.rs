@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 
 use crate::direction::{Delivery, Direction, Outlet};
 use crate::error::NetnsError;

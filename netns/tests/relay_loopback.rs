@@ -16,7 +16,7 @@ use mpquic_netns::link::LinkConfig;
 use mpquic_netns::loopback::LoopbackTestbed;
 use mpquic_netns::probe::{Direction, ProbeServer, Prober};
 use mpquic_netns::relay::{Relay, RelayPath, IP_UDP_OVERHEAD};
-use mpquic_sched::sim::{PathSpec, Scenario};
+use mpquic_scenario::{PathSpec, Scenario};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

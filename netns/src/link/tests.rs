@@ -1,6 +1,6 @@
 use super::*;
 use crate::events::MAX_RATE_BPS;
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 use proptest::prelude::*;
 
 fn ms(v: u64) -> Duration {
