@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::events::EventAction;
-use crate::link::{DropReason, Link, LinkConfig, Verdict};
+use mpquic_scenario::events::EventAction;
+use mpquic_scenario::link::{DropReason, Link, LinkConfig, Verdict};
 
 /// Headroom on top of the computed queue + in-flight bound, so rounding never drops a packet
 /// the link accepted.

@@ -17,7 +17,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::UnknownScenario;
+use crate::error::UnknownScenario;
 
 /// One path of a scenario, as an emulated link sees it in each direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
