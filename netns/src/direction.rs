@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::events::EventAction;
-use crate::link::{DropReason, Link, LinkConfig, Verdict};
+use mpquic_scenario::events::EventAction;
+use mpquic_scenario::link::{DropReason, Link, LinkConfig, Verdict};
 
 /// Headroom on top of the computed queue + in-flight bound, so rounding never drops a packet
 /// the link accepted.
@@ -277,7 +277,7 @@ fn hard_cap(config: &LinkConfig) -> u64 {
     let rate_u64 = rate.min(u64::MAX as f64) as u64;
     let queue = config
         .queue_bytes
-        .unwrap_or_else(|| mpquic_sched::sim::default_queue_bytes(rate_u64, delay));
+        .unwrap_or_else(|| mpquic_scenario::default_queue_bytes(rate_u64, delay));
     let in_flight = (rate * delay.as_secs_f64() / 8.0).ceil();
     queue
         .saturating_add(in_flight.min(u64::MAX as f64) as u64)

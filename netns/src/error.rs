@@ -1,36 +1,23 @@
-//! The testbed's error type: every failure names the problem (which setting, which trace line,
-//! which event), so that bad input is reported before anything is set up.
+//! The testbed's error type: every failure names the problem (which setting, which path, which
+//! system call), so that bad input is reported before anything is set up.
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::{LinkError, UnknownScenario};
 
 /// Everything that can go wrong in the testbed, typed so callers can tell bad input from I/O.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NetnsError {
-    /// A link configuration that cannot be emulated: zero or absurd rate, delay over 60 s, a loss
-    /// probability outside `0..=1`, a queue smaller than one 1500-byte packet.
+    /// A testbed the paths cannot be set up as: servers not one per path, a path the scenario
+    /// does not have, more paths than the topology supports, a TUN device name the kernel
+    /// would refuse.
     #[error("invalid link: {reason}")]
     InvalidLink {
         /// What is wrong, naming the setting and its value.
         reason: String,
     },
-    /// A malformed Mahimahi trace. `line` counts from 1; 0 means the trace as a whole (e.g. empty).
-    #[error("trace line {line}: {reason}")]
-    Trace {
-        /// The 1-based line of the problem, or 0 for the whole trace.
-        line: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A malformed or out-of-order timed event. `index` is its 0-based position in the list
-    /// (0 for a single event parsed on its own).
-    #[error("event {index}: {reason}")]
-    Event {
-        /// The 0-based position of the event.
-        index: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// A link, trace or timed event the link model refuses.
+    #[error(transparent)]
+    Link(#[from] LinkError),
     /// An I/O operation failed (reading a trace, binding a socket, ...).
     #[error("{context}: {source}")]
     Io {
@@ -40,9 +27,9 @@ pub enum NetnsError {
         #[source]
         source: std::io::Error,
     },
-    /// A scenario name that is not one of `mpquic_sched::sim::Scenario::names()`.
-    #[error("unknown scenario {0:?} (known: {known})", known = known_scenarios())]
-    UnknownScenario(String),
+    /// A scenario name that is not one of the presets; the message lists them.
+    #[error(transparent)]
+    UnknownScenario(#[from] UnknownScenario),
 }
 
 impl NetnsError {
@@ -52,27 +39,6 @@ impl NetnsError {
             reason: reason.into(),
         }
     }
-
-    /// A [`NetnsError::Trace`] at `line` with `reason`.
-    pub(crate) fn trace(line: usize, reason: impl Into<String>) -> Self {
-        Self::Trace {
-            line,
-            reason: reason.into(),
-        }
-    }
-
-    /// A [`NetnsError::Event`] at `index` with `reason`.
-    pub(crate) fn event(index: usize, reason: impl Into<String>) -> Self {
-        Self::Event {
-            index,
-            reason: reason.into(),
-        }
-    }
-}
-
-/// The preset names, comma-separated, for the unknown-scenario message.
-fn known_scenarios() -> String {
-    Scenario::names().collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -80,24 +46,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_scenario_lists_the_presets() {
-        let msg = NetnsError::UnknownScenario("pb-huge".into()).to_string();
-        assert!(msg.contains("\"pb-huge\""), "{msg}");
-        for name in Scenario::names() {
-            assert!(msg.contains(name), "{msg} lacks {name}");
-        }
-    }
-
-    #[test]
-    fn messages_name_the_place() {
+    fn the_link_models_errors_keep_their_message() {
+        let refused = LinkError::Event {
+            index: 2,
+            reason: "at 1s is before the previous event's 2s".into(),
+        };
         assert_eq!(
-            NetnsError::trace(3, "not a number").to_string(),
-            "trace line 3: not a number"
-        );
-        assert_eq!(NetnsError::event(2, "x").to_string(), "event 2: x");
-        assert_eq!(
-            NetnsError::link("rate is 0").to_string(),
-            "invalid link: rate is 0"
+            NetnsError::from(refused.clone()).to_string(),
+            refused.to_string()
         );
     }
 }

@@ -4,12 +4,12 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 
 use crate::error::NetnsError;
-use crate::link::LinkConfig;
 use crate::probe::{check_path, PathCheck, ProbeServer, Prober};
 use crate::relay::{Relay, RelayPath};
+use mpquic_scenario::link::LinkConfig;
 
 /// Any free port on 127.0.0.1.
 pub fn any_loopback_port() -> SocketAddr {

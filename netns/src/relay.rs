@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 pub use crate::direction::DirectionStats;
 use crate::direction::{Delivery, Direction, Outlet};
 use crate::error::NetnsError;
-use crate::link::{Link, LinkConfig};
 use crate::pump::{self, Inlet, Input, Output, Shared};
+use mpquic_scenario::link::{Link, LinkConfig};
 
 /// Bytes of IPv4 (20) and UDP (8) headers charged to the link for every relayed datagram.
 pub const IP_UDP_OVERHEAD: usize = 28;

@@ -22,15 +22,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 
 use crate::direction::{Delivery, Direction, Outlet};
 use crate::error::NetnsError;
-use crate::events::TimedEvent;
-use crate::link::{Link, LinkConfig};
 use crate::pump::{self, Input, Output, Shared};
 use crate::relay::PathStats;
 use crate::tun::{validate_ifname, TunDevice};
+use mpquic_scenario::events::TimedEvent;
+use mpquic_scenario::link::{Link, LinkConfig};
 
 /// Most paths a topology can have: path k uses the subnet `10.(k+1).0.0/24`.
 pub const MAX_PATHS: usize = 254;

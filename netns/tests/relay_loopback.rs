@@ -11,12 +11,12 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mpquic_netns::error::NetnsError;
-use mpquic_netns::events::TimedEvent;
-use mpquic_netns::link::LinkConfig;
 use mpquic_netns::loopback::LoopbackTestbed;
 use mpquic_netns::probe::{Direction, ProbeServer, Prober};
 use mpquic_netns::relay::{Relay, RelayPath, IP_UDP_OVERHEAD};
-use mpquic_sched::sim::{PathSpec, Scenario};
+use mpquic_scenario::events::TimedEvent;
+use mpquic_scenario::link::LinkConfig;
+use mpquic_scenario::{PathSpec, Scenario};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -304,7 +304,7 @@ fn an_invalid_link_is_rejected_before_anything_is_bound() {
         downlink: bad,
     }])
     .expect_err("zero rate");
-    assert!(matches!(err, NetnsError::InvalidLink { .. }), "{err:?}");
+    assert!(matches!(err, NetnsError::Link(_)), "{err:?}");
     UdpSocket::bind(listen).expect("the listen port was left free");
 }
 

@@ -26,7 +26,7 @@ use mpquic_netns::error::NetnsError;
 use mpquic_netns::loopback::{any_loopback_port, relay_paths, LoopbackTestbed};
 use mpquic_netns::probe::{check_path, Direction, PathCheck, ProbeServer, Prober};
 use mpquic_netns::relay::Relay;
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 
 /// The command line of `linkemu`.
 #[derive(Debug, Parser)]
@@ -178,7 +178,7 @@ pub fn main(cli: Cli) -> ExitCode {
 
 fn scenario(name: &str) -> Result<&'static Scenario, NetnsError> {
     // The error's message lists the known names.
-    Scenario::by_name(name).map_err(|_| NetnsError::UnknownScenario(name.to_owned()))
+    Ok(Scenario::by_name(name)?)
 }
 
 /// Prints a path's checks and counts its failures.

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use mpquic_replay::sim::load_simulated;
 use mpquic_replay::RunConfig;
-use mpquic_sched::sim::{oracle, OracleBound, Scenario, SimConfig, SimError};
+use mpquic_scenario::Scenario;
+use mpquic_sched::sim::{oracle, OracleBound, SimConfig, SimError};
 use mpquic_sched::SchedulerKind;
 use serde_json::{json, Map, Value};
 

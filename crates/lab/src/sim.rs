@@ -3,7 +3,7 @@
 //! seeds, as a table or one JSON object.
 
 use clap::Args;
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
 use crate::experiment::pages;

@@ -33,7 +33,7 @@ use mpquic_netns::relay::{PathStats, Relay};
 use mpquic_netns::topology::{
     self, client_addr, pid_alive, remove_stale_namespaces, server_addr, Side, Topology,
 };
-use mpquic_sched::sim::{PathSpec, Scenario};
+use mpquic_scenario::{PathSpec, Scenario};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{SigSet, Signal};
 

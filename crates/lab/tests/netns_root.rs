@@ -14,7 +14,7 @@ use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use mpquic_netns::topology::{client_addr, namespaces, server_addr, unavailable, Side, Topology};
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 
 const LINKEMU: &str = env!("CARGO_BIN_EXE_linkemu");
 const PROBE_PORT: u16 = 5201;

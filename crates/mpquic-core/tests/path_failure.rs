@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::*;
 use mpquic_core::{Endpoint, PathConfig, PathEvent, PathId, PathStatus, SelfSigned};
-use mpquic_netns::events::TimedEvent;
-use mpquic_netns::link::LinkConfig;
 use mpquic_netns::relay::{Relay, RelayPath};
+use mpquic_scenario::events::TimedEvent;
+use mpquic_scenario::link::LinkConfig;
 
 fn link(events: &[&str]) -> LinkConfig {
     let mut link = LinkConfig::new(100_000_000, Duration::from_millis(5));

@@ -11,9 +11,9 @@ use common::payload;
 
 use mpquic_core::sim::{Link, Pair, PathLinks};
 use mpquic_core::{Config, PathEvent, PathId, PathSet, Priority, ReadError, ReinjectionConfig};
-use mpquic_netns::events::{EventAction, TimedEvent};
-use mpquic_netns::link::{self, LinkConfig, Loss};
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::events::{EventAction, TimedEvent};
+use mpquic_scenario::link::{self, LinkConfig, Loss};
+use mpquic_scenario::Scenario;
 use mpquic_sched::{
     allocate, AllocPath, Bandwidth, PriorityBucket, PriorityBucketConfig, SchedulerKind, Urgency,
 };

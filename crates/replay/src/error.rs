@@ -2,6 +2,7 @@
 
 use mpquic_core::ConfigError;
 use mpquic_netns::error::NetnsError;
+use mpquic_scenario::UnknownScenario;
 use mpquic_sched::SchedError;
 
 use crate::client::LoadError;
@@ -24,8 +25,8 @@ pub enum RunError {
     )]
     NetnsInProcess,
     /// A scenario that does not exist.
-    #[error("{0}")]
-    Scenario(String),
+    #[error(transparent)]
+    Scenario(#[from] UnknownScenario),
     /// More paths than the scenario has, or none.
     #[error("{scenario} has {available} paths; {asked} asked")]
     Paths {

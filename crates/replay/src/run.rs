@@ -12,8 +12,8 @@ use mpquic_core::{
 };
 use mpquic_netns::loopback::relay_paths;
 use mpquic_netns::relay::{PathStats, Relay};
+use mpquic_scenario::Scenario;
 use mpquic_sched::meh::{paths_for_page, MehError, MehModel, NetworkCondition, PagePlan};
-use mpquic_sched::sim::Scenario;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::client::{load, load_quinn, LoadOptions, Transport};
@@ -119,8 +119,7 @@ impl RunConfig {
     /// # Errors
     /// [`RunError::Scenario`] for an unknown scenario.
     pub fn new(scheduler: &str, scenario: &str) -> Result<Self, RunError> {
-        let scenario =
-            Scenario::by_name(scenario).map_err(|e| RunError::Scenario(e.to_string()))?;
+        let scenario = Scenario::by_name(scenario)?;
         Ok(Self {
             transport: Transport::Mpquic,
             scheduler: scheduler.to_owned(),
@@ -461,7 +460,7 @@ pub fn load_page_blocking(
 mod tests {
     use std::time::Duration;
 
-    use mpquic_sched::sim::PathSpec;
+    use mpquic_scenario::PathSpec;
 
     use super::*;
 

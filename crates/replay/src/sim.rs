@@ -1,6 +1,6 @@
 //! Page loads over the simulated driver ([`mpquic_core::sim`]): the real multipath core,
 //! quinn-proto connections and scheduler at both ends, the scenario's links through the
-//! testbed's link model ([`mpquic_netns::link`]), on simulated time.
+//! link model the testbed emulates ([`mpquic_scenario::link`]), on simulated time.
 //!
 //! The browser's side requests objects in the order of the loopback and namespace runs
 //! (`RequestPlan` in `client.rs`); the server answers each request with its recorded size,
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use mpquic_core::sim::{Link, Pair, PathLinks};
 use mpquic_h3_prio::PriorityField;
-use mpquic_netns::link::{self, LinkConfig};
+use mpquic_scenario::link::{self, LinkConfig};
 
 use crate::client::{RequestPlan, Transport};
 use crate::error::RunError;

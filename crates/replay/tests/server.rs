@@ -120,7 +120,7 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
     let page = page();
     let (addr, cert, endpoint) = start_server(&page, Config::default());
     // A relay path of 25 Mbit/s makes the 3 MB image take about a second.
-    let scenario = mpquic_sched::sim::Scenario::by_name("pb-low").unwrap();
+    let scenario = mpquic_scenario::Scenario::by_name("pb-low").unwrap();
     let relay = mpquic_netns::relay::Relay::start(
         mpquic_netns::loopback::relay_paths(scenario, &[], &[addr, addr]).unwrap(),
     )

@@ -45,8 +45,8 @@
 //! # Ok::<(), mpquic_sched::SchedError>(())
 //! ```
 //!
-//! The [`sim`] module holds what page-load experiments share: the papers' path presets, the page
-//! model and the oracle, a fluid lower bound of the first rendering and page load times.
+//! The [`sim`] module holds what page-load experiments share: the page model and the oracle, a
+//! fluid lower bound of the first rendering and page load times.
 //! The [`meh`] module picks how many paths or subflows a page load opens (\[MEH\], Qian et al.).
 //! [`Recording`] wraps any scheduler and logs the stream metadata it is told and its grants.
 

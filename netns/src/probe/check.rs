@@ -28,7 +28,7 @@ const CHECK_LOSS_BYTES: usize = 200;
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathCheck {
     /// What the path was configured with.
-    pub spec: mpquic_sched::sim::PathSpec,
+    pub spec: mpquic_scenario::PathSpec,
     /// The round trip it should show: twice the one-way delay plus the probe's serialization
     /// in each direction.
     pub expected_rtt: Duration,
@@ -141,7 +141,7 @@ impl std::fmt::Display for PathCheck {
 /// `100 * RTT + 4 * 2 s` plus, for a lossy path, two 5000-datagram runs at half the rate.
 pub fn check_path(
     prober: &Prober,
-    spec: &mpquic_sched::sim::PathSpec,
+    spec: &mpquic_scenario::PathSpec,
 ) -> Result<PathCheck, NetnsError> {
     let serialization = Duration::from_secs_f64(
         ((CHECK_PROBE_BYTES + IP_UDP_OVERHEAD) * 8) as f64 / spec.rate_bps.max(1) as f64,

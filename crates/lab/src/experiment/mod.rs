@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use mpquic_replay::LoadReport;
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
 use crate::{bins, Failure};

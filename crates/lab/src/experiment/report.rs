@@ -111,7 +111,7 @@ impl Cell {
 /// The measurements of one (scenario, page).
 pub struct Block {
     /// The scenario.
-    pub scenario: &'static mpquic_sched::sim::Scenario,
+    pub scenario: &'static mpquic_scenario::Scenario,
     /// The page label.
     pub page: String,
     /// Rows in order.

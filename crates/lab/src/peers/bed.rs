@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mpquic_netns::events::TimedEvent;
 use mpquic_netns::relay::PathStats;
 use mpquic_netns::topology::{client_addr, server_addr, Side, Topology};
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::events::TimedEvent;
+use mpquic_scenario::Scenario;
 
 use crate::testbed::stop_signal;
 

@@ -21,9 +21,9 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use mpquic_netns::events::{EventAction, TimedEvent};
 use mpquic_netns::topology::Side;
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::events::{EventAction, TimedEvent};
+use mpquic_scenario::Scenario;
 use serde_json::{json, Value};
 
 use super::bed::{addrs, Bed, Proc};

@@ -68,7 +68,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use mpquic_netns::topology;
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
 use crate::bins::{self, Profile};

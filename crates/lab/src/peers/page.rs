@@ -65,7 +65,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use mpquic_netns::topology::{self, Side};
 use mpquic_replay::{har, ObjectReport, Page};
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 use serde_json::{json, Value};
 
 use super::bed::{addrs, Bed, Proc};

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use mpquic_sched::sim::Scenario;
+use mpquic_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

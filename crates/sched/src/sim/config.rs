@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use super::scenario::{PathSpec, Scenario};
 use super::SimError;
+use mpquic_scenario::{PathSpec, Scenario};
 
 /// One path: a bottleneck of `rate` bit/s with a one-way `delay`, the same in both directions.
 ///

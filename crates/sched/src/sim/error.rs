@@ -4,14 +4,9 @@
 /// Why a scenario or page could not be found, or paths or a page could not be bounded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
-    /// A scenario name that is not in [`Scenario::ALL`](super::Scenario::ALL).
-    #[error("unknown scenario {name:?}; known: {known}")]
-    UnknownScenario {
-        /// The name asked for.
-        name: String,
-        /// The known names, comma-separated.
-        known: String,
-    },
+    /// A scenario name that is not one of `mpquic_scenario`'s presets.
+    #[error(transparent)]
+    UnknownScenario(#[from] mpquic_scenario::UnknownScenario),
     /// A page name that is not one of [`Page::BUILTIN`](super::Page::BUILTIN).
     #[error("unknown page {name:?}; known: {known}")]
     UnknownPage {

@@ -1,13 +1,11 @@
-//! What a page-load experiment is made of, independent of the transport that runs it: the
-//! path presets, the page model, and a fluid lower bound to judge results against.
+//! What a page-load experiment is made of, independent of the transport that runs it: the page
+//! model, and a fluid lower bound to judge results against. The path presets are
+//! `mpquic_scenario`'s.
 //!
 //! The simulator itself runs the real transport on simulated time (`mpquic_core::sim`, with page
 //! loads in `mpquic_replay::sim` and `cargo xtask sim`); the netns testbed runs it on emulated
-//! links. Both take their paths and pages from here, so a preset or page name means the same
-//! thing everywhere.
+//! links. Both take their pages from here, so a page name means the same thing everywhere.
 //!
-//! - [`Scenario`] and [`PathSpec`]: the papers' path presets by name (`pb-high`,
-//!   `sec-low-lossy`, `lte`, ...), with [`bdp_bytes`] and [`default_queue_bytes`].
 //! - [`Page`], [`Object`], [`Start`]: what is loaded, with the builtin `bing-2013` and
 //!   `youtube-2013`.
 //! - [`SimConfig`] and [`PathConfig`]: the paths as the oracle sees them (rate and one-way
@@ -18,7 +16,8 @@
 //!
 //! # Example
 //! ```
-//! use mpquic_sched::sim::{oracle, Page, Scenario, SimConfig};
+//! use mpquic_scenario::Scenario;
+//! use mpquic_sched::sim::{oracle, Page, SimConfig};
 //!
 //! let config = SimConfig::from_scenario(Scenario::by_name("pb-high-lossy")?);
 //! let page = Page::builtin("youtube-2013")?;
@@ -32,13 +31,11 @@ mod config;
 mod error;
 mod oracle;
 mod page;
-mod scenario;
 
 pub use config::{PathConfig, SimConfig};
 pub use error::SimError;
 pub use oracle::{oracle, OracleBound};
 pub use page::{Object, Page, Start, MAX_OBJECTS, MAX_OBJECT_BYTES};
-pub use scenario::{bdp_bytes, default_queue_bytes, PathSpec, Scenario, MIN_QUEUE_BYTES};
 
 use crate::SchedulerKind;
 

@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn every_builtin_page_is_bounded_on_every_scenario() {
-        for scenario in crate::sim::Scenario::ALL {
+        for scenario in mpquic_scenario::Scenario::ALL {
             let config = SimConfig::from_scenario(scenario);
             for name in Page::BUILTIN {
                 let page = Page::builtin(name).unwrap();

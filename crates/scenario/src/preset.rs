@@ -1,9 +1,8 @@
 //! Scenario presets from the papers: per-path rate, one-way delay and random loss.
 //!
 //! The table is transport-agnostic on purpose: the simulator (`mpquic_replay::sim`) and the
-//! netns testbed turn the same row into links, and the oracle into
-//! [`SimConfig`](super::SimConfig) paths, so all of them measure the same thing under the same
-//! name.
+//! netns testbed turn the same row into links, and the oracle (`mpquic_sched::sim`) into its
+//! paths, so all of them measure the same thing under the same name.
 //!
 //! Conversions made from the papers' numbers:
 //! - \[PB\] Table 2 gives round-trip times, so the one-way delay here is half of them.
@@ -18,7 +17,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::SimError;
+use crate::error::UnknownScenario;
 
 /// One path of a scenario, as an emulated link sees it in each direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -161,11 +160,11 @@ impl Scenario {
     ];
 
     /// The preset called `name`.
-    pub fn by_name(name: &str) -> Result<&'static Scenario, SimError> {
+    pub fn by_name(name: &str) -> Result<&'static Scenario, UnknownScenario> {
         Self::ALL
             .iter()
             .find(|s| s.name == name)
-            .ok_or_else(|| SimError::UnknownScenario {
+            .ok_or_else(|| UnknownScenario {
                 name: name.to_owned(),
                 known: Self::names().collect::<Vec<_>>().join(", "),
             })
@@ -198,7 +197,7 @@ impl fmt::Display for Scenario {
 }
 
 impl FromStr for Scenario {
-    type Err = SimError;
+    type Err = UnknownScenario;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         Self::by_name(name).copied()

@@ -1,6 +1,6 @@
 use super::*;
 use crate::events::MAX_RATE_BPS;
-use mpquic_sched::sim::Scenario;
+use crate::preset::Scenario;
 use proptest::prelude::*;
 
 fn ms(v: u64) -> Duration {
@@ -321,10 +321,10 @@ fn bad_configs_name_the_problem() {
     ];
     for (config, needle) in cases {
         match Link::new(config.clone()) {
-            Err(e @ NetnsError::InvalidLink { .. }) => {
+            Err(e @ LinkError::Invalid { .. }) => {
                 assert!(e.to_string().contains(needle), "{config:?}: {e}")
             }
-            other => panic!("{config:?}: expected InvalidLink, got {other:?}"),
+            other => panic!("{config:?}: expected LinkError::Invalid, got {other:?}"),
         }
     }
     let bad_events: Vec<(Vec<TimedEvent>, usize, &str)> = vec![
@@ -354,7 +354,7 @@ fn bad_configs_name_the_problem() {
             events: evs,
             ..base()
         }) {
-            Err(NetnsError::Event { index, reason }) => {
+            Err(LinkError::Event { index, reason }) => {
                 assert_eq!(index, at, "{reason}");
                 assert!(reason.contains(needle), "{reason}");
             }

@@ -9,16 +9,16 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use mpquic_sched::sim::{default_queue_bytes, PathSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::error::NetnsError;
+use crate::error::LinkError;
 use crate::events::{check_delay, check_rate, EventAction, TimedEvent};
+use crate::preset::{default_queue_bytes, PathSpec};
 use crate::trace::{duration_from_nanos, Trace, NANOS_PER_SEC, OPPORTUNITY_BYTES};
 
 /// The smallest queue a link accepts: one 1500-byte packet.
-const MIN_QUEUE_BYTES: u64 = 1500;
+const ONE_PACKET_QUEUE_BYTES: u64 = 1500;
 
 /// Random loss, decided once per arriving packet.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,8 +43,8 @@ pub enum Loss {
     },
 }
 
-/// The configuration of one direction of one path. Knob names follow the simulator's
-/// (`mpquic_sched::sim::PathSpec`): rate in bit/s, one-way delay.
+/// The configuration of one direction of one path. Knob names follow the presets'
+/// ([`PathSpec`]): rate in bit/s, one-way delay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkConfig {
     /// Serialization rate in bit/s, `1..=100 Gbit/s`; ignored while `trace` drives the link.
@@ -54,7 +54,7 @@ pub struct LinkConfig {
     /// Random loss.
     pub loss: Loss,
     /// Drop-tail queue in bytes, at least 1500. `None`: one BDP (rate x 2 x delay), at least
-    /// 64 kB (`mpquic_sched::sim::default_queue_bytes`; a trace counts at its mean rate).
+    /// 64 kB ([`default_queue_bytes`]; a trace counts at its mean rate).
     pub queue_bytes: Option<u64>,
     /// A Mahimahi trace that replaces `rate_bps` when set.
     pub trace: Option<Trace>,
@@ -79,8 +79,8 @@ impl LinkConfig {
         }
     }
 
-    /// The config of one direction of a scenario path (mpquic_sched::sim::PathSpec): rate,
-    /// one-way delay, Bernoulli drop rate.
+    /// The config of one direction of a scenario path ([`PathSpec`]): rate, one-way delay,
+    /// Bernoulli drop rate.
     pub fn from_spec(spec: &PathSpec, seed: u64) -> Self {
         // Only an exact 0 means lossless, so that a NaN drop rate reaches Link::new's check.
         let loss = if spec.drop_rate == 0.0 {
@@ -96,11 +96,11 @@ impl LinkConfig {
     }
 
     /// Every problem [`Link::new`] rejects, and the queue size to use.
-    fn validate(&self) -> Result<u64, NetnsError> {
+    fn validate(&self) -> Result<u64, LinkError> {
         if self.trace.is_none() {
-            check_rate(self.rate_bps).map_err(NetnsError::link)?;
+            check_rate(self.rate_bps).map_err(LinkError::invalid)?;
         }
-        check_delay(self.delay).map_err(NetnsError::link)?;
+        check_delay(self.delay).map_err(LinkError::invalid)?;
         let probabilities: &[(&str, f64)] = match self.loss {
             Loss::None => &[],
             Loss::Bernoulli(p) => &[("Bernoulli loss", p)],
@@ -118,7 +118,7 @@ impl LinkConfig {
         };
         for &(name, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
-                return Err(NetnsError::link(format!(
+                return Err(LinkError::invalid(format!(
                     "{name} probability {p} is not in 0..=1"
                 )));
             }
@@ -126,7 +126,7 @@ impl LinkConfig {
         let mut previous = Duration::ZERO;
         for (index, event) in self.events.iter().enumerate() {
             if event.at < previous {
-                return Err(NetnsError::event(
+                return Err(LinkError::event(
                     index,
                     format!(
                         "at {:?} is before the previous event's {previous:?} (events must be sorted by time)",
@@ -140,11 +140,11 @@ impl LinkConfig {
                 EventAction::Delay(delay) => check_delay(delay),
                 EventAction::Down | EventAction::Up => Ok(()),
             }
-            .map_err(|reason| NetnsError::event(index, reason))?;
+            .map_err(|reason| LinkError::event(index, reason))?;
         }
         match self.queue_bytes {
-            Some(q) if q < MIN_QUEUE_BYTES => Err(NetnsError::link(format!(
-                "queue of {q} bytes is smaller than one {MIN_QUEUE_BYTES}-byte packet"
+            Some(q) if q < ONE_PACKET_QUEUE_BYTES => Err(LinkError::invalid(format!(
+                "queue of {q} bytes is smaller than one {ONE_PACKET_QUEUE_BYTES}-byte packet"
             ))),
             Some(q) => Ok(q),
             None => {
@@ -231,7 +231,7 @@ impl Link {
     /// 60 s, loss probabilities in `0..=1`, queue at least 1500 bytes, events sorted with valid
     /// rates and delays) and builds the link. [`Link::config`] then returns the config with
     /// `queue_bytes` filled in.
-    pub fn new(mut config: LinkConfig) -> Result<Link, NetnsError> {
+    pub fn new(mut config: LinkConfig) -> Result<Link, LinkError> {
         let queue_bytes = config.validate()?;
         config.queue_bytes = Some(queue_bytes);
         Ok(Link {

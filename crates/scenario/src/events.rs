@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::NetnsError;
+use crate::error::LinkError;
 
 /// The fastest rate a link accepts: 100 Gbit/s.
 pub const MAX_RATE_BPS: u64 = 100_000_000_000;
@@ -40,8 +40,8 @@ impl TimedEvent {
     /// Parses "2s down", "3.5s up", "4s rate 5mbit" (kbit, mbit, gbit, bit), "5s delay 30ms"
     /// (ms, us, s). Times take the same units as delays; numbers may have a decimal fraction;
     /// words are case-insensitive. Errors carry index 0 (the caller knows the list position).
-    pub fn parse(text: &str) -> Result<TimedEvent, NetnsError> {
-        let err = |reason: String| NetnsError::event(0, format!("{text:?}: {reason}"));
+    pub fn parse(text: &str) -> Result<TimedEvent, LinkError> {
+        let err = |reason: String| LinkError::event(0, format!("{text:?}: {reason}"));
         let mut words = text.split_whitespace();
         let (Some(at), Some(action)) = (words.next(), words.next()) else {
             return Err(err(
@@ -295,7 +295,7 @@ mod tests {
             ),
         ] {
             match TimedEvent::parse(text) {
-                Err(NetnsError::Event { index: 0, reason }) => {
+                Err(LinkError::Event { index: 0, reason }) => {
                     assert!(reason.contains(needle), "{text:?}: {reason}");
                 }
                 other => panic!("{text:?}: expected an event error, got {other:?}"),

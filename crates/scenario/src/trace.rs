@@ -10,10 +10,9 @@
 //! packets, a [`crate::link::Link`] spends one whole opportunity per packet of up to 1500 bytes
 //! (and `ceil(len / 1500)` for a larger one); see [`crate::link::Link::offer`].
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::error::NetnsError;
+use crate::error::LinkError;
 
 pub(crate) const NANOS_PER_SEC: u128 = 1_000_000_000;
 
@@ -45,7 +44,7 @@ impl Trace {
     /// Parses a trace: one non-negative integer (milliseconds) per line, non-decreasing, the last
     /// one > 0. Blank lines and surrounding whitespace are ignored. Errors name the 1-based line
     /// (0 for an empty trace).
-    pub fn parse(text: &str) -> Result<Trace, NetnsError> {
+    pub fn parse(text: &str) -> Result<Trace, LinkError> {
         let mut offsets_ms = Vec::new();
         let mut last_line = 0;
         for (i, raw) in text.lines().enumerate() {
@@ -55,14 +54,14 @@ impl Trace {
                 continue;
             }
             let value: u64 = field.parse().map_err(|_| {
-                NetnsError::trace(
+                LinkError::trace(
                     line,
                     format!("{field:?} is not a non-negative integer of milliseconds"),
                 )
             })?;
             if let Some(&previous) = offsets_ms.last() {
                 if value < previous {
-                    return Err(NetnsError::trace(
+                    return Err(LinkError::trace(
                         line,
                         format!("{value} ms is before the previous line's {previous} ms (a trace must not decrease)"),
                     ));
@@ -72,13 +71,13 @@ impl Trace {
             last_line = line;
         }
         let Some(&period_ms) = offsets_ms.last() else {
-            return Err(NetnsError::trace(
+            return Err(LinkError::trace(
                 0,
                 "the trace has no delivery opportunities",
             ));
         };
         if period_ms == 0 {
-            return Err(NetnsError::trace(
+            return Err(LinkError::trace(
                 last_line,
                 "the last line (the period the trace repeats with) is 0 ms; it must be > 0",
             ));
@@ -87,15 +86,6 @@ impl Trace {
             offsets_ms,
             period_ms,
         })
-    }
-
-    /// Reads and parses the trace file at `path`.
-    pub fn from_file(path: &Path) -> Result<Trace, NetnsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| NetnsError::Io {
-            context: format!("reading trace {}", path.display()),
-            source,
-        })?;
-        Trace::parse(&text)
     }
 
     /// The period the trace repeats with (its last offset).
@@ -176,7 +166,7 @@ mod tests {
     #[test]
     fn parse_errors_name_the_line() {
         let err = |text: &str| match Trace::parse(text) {
-            Err(NetnsError::Trace { line, reason }) => (line, reason),
+            Err(LinkError::Trace { line, reason }) => (line, reason),
             other => panic!("{text:?}: expected a trace error, got {other:?}"),
         };
         assert_eq!(err("").0, 0);
@@ -200,13 +190,6 @@ mod tests {
         let t = Trace::parse(" 0\n\n1 \r\n2\n").unwrap();
         assert_eq!(t.period(), ms(2));
         assert_eq!(t.offsets_ms, vec![0, 1, 2]);
-    }
-
-    #[test]
-    fn from_file_reports_the_path() {
-        let path = Path::new("/nonexistent/mpquic-trace");
-        let msg = Trace::from_file(path).unwrap_err().to_string();
-        assert!(msg.contains("/nonexistent/mpquic-trace"), "{msg}");
     }
 
     #[test]
