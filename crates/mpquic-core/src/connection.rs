@@ -1202,17 +1202,15 @@ pub(crate) async fn client_handshake(
     telemetry: Arc<Telemetry>,
     local: SocketAddr,
     server_name: String,
-) -> Result<Connection, ConnectionError> {
-    let conn = connecting
-        .await
-        .map_err(|e| ConnectionError::Handshake(e.to_string()))?;
+) -> Result<Connection, PathError> {
+    let conn = connecting.await?;
     let local_params = config.transport.params();
     let new_session = Frame::NewSession {
         params: local_params,
     };
     let (send, recv, answer) = exchange(&conn, new_session).await.map_err(|e| match e {
-        SetupFailure::Refused { code, reason } => ConnectionError::Refused { code, reason },
-        SetupFailure::Other(e) => ConnectionError::Handshake(e.to_string()),
+        SetupFailure::Refused { code, reason } => PathError::Refused { code, reason },
+        SetupFailure::Other(e) => PathError::Setup(e),
     })?;
     match answer {
         Some(Frame::Welcome {
@@ -1229,23 +1227,23 @@ pub(crate) async fn client_handshake(
             };
             let shared = Shared::new(state, session, secret, endpoint, Some(dialer));
             let connection = Connection::new(shared.clone());
-            shared.add_path(
-                PathId(path),
-                conn,
-                telemetry,
-                send,
-                recv,
-                local,
-                PathStatus::Available,
-            )?;
+            shared
+                .add_path(
+                    PathId(path),
+                    conn,
+                    telemetry,
+                    send,
+                    recv,
+                    local,
+                    PathStatus::Available,
+                )
+                .map_err(PathError::Closed)?;
             Ok(connection)
         }
-        Some(Frame::Refused { code, reason }) => Err(ConnectionError::Refused { code, reason }),
+        Some(Frame::Refused { code, reason }) => Err(PathError::Refused { code, reason }),
         other => {
             tracing::debug!(?other, "unexpected answer to a new session");
-            Err(ConnectionError::Handshake(
-                SetupError::UnexpectedAnswer.to_string(),
-            ))
+            Err(SetupError::UnexpectedAnswer.into())
         }
     }
 }

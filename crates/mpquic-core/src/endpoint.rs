@@ -380,9 +380,10 @@ impl std::future::IntoFuture for Incoming {
     }
 }
 
-/// A connection on its way up: resolves once the first path has a session.
+/// A connection on its way up: resolves once the first path has a session, or says why the
+/// first path could not be set up.
 pub struct Connecting(
-    Pin<Box<dyn Future<Output = Result<Connection, ConnectionError>> + Send + 'static>>,
+    Pin<Box<dyn Future<Output = Result<Connection, PathError>> + Send + 'static>>,
 );
 
 impl std::fmt::Debug for Connecting {
@@ -392,7 +393,7 @@ impl std::fmt::Debug for Connecting {
 }
 
 impl Future for Connecting {
-    type Output = Result<Connection, ConnectionError>;
+    type Output = Result<Connection, PathError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.0.as_mut().poll(cx)

@@ -52,6 +52,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpquic_proto::Side;
+use mpquic_scenario::default_queue_bytes;
 
 use crate::config::Config;
 use crate::tls::{CertificateError, SelfSigned};
@@ -90,11 +91,10 @@ impl FixedLink {
     /// A link of `rate_bps` bit/s (at least 1) and `delay` one way.
     pub fn new(rate_bps: u64, delay: Duration) -> Self {
         let rate_bps = rate_bps.max(1);
-        let bdp = (rate_bps as f64 / 8.0 * 2.0 * delay.as_secs_f64()) as u64;
         Self {
             rate_bps,
             delay,
-            queue_bytes: bdp.max(64 * 1024),
+            queue_bytes: default_queue_bytes(rate_bps, delay),
             busy_until: Duration::ZERO,
         }
     }

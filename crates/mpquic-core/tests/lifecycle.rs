@@ -11,8 +11,8 @@ use common::raw::*;
 use common::*;
 use mpquic_core::wire::Frame;
 use mpquic_core::{
-    codes, session, Config, ConnectionError, Endpoint, PathConfig, PathStatus, ReadError, VarInt,
-    WriteError,
+    codes, session, Config, ConnectionError, Endpoint, PathConfig, PathError, PathStatus,
+    ReadError, VarInt, WriteError,
 };
 
 /// Tasks alive on this runtime.
@@ -194,7 +194,7 @@ async fn the_session_past_the_limit_is_refused_and_the_server_goes_on() {
     assert!(
         matches!(
             refused,
-            Err(ConnectionError::Refused {
+            Err(PathError::Refused {
                 code: codes::SESSION_LIMIT,
                 ..
             })

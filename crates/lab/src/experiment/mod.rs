@@ -731,6 +731,10 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
             jobs.len()
         );
     } else if !jobs.is_empty() {
+        // tquic is installed (minutes, once) before any load is timed, not inside the first.
+        if jobs.iter().any(|j| j.variant.kind == VariantKind::Tquic) {
+            crate::peers::tquic().map_err(Failure::Experiment)?;
+        }
         let programs = Programs {
             page_client: bins::binary("page_client", args.profile).map_err(Failure::Experiment)?,
             lab: std::env::current_exe()

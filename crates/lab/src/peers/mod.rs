@@ -192,7 +192,7 @@ fn tools(peers: &[Peer], profile: Profile) -> Result<Tools, Failure> {
 
 /// `tquic_server` and `tquic_client`, installed once (pinned, `--locked`) under
 /// `target/peers/tquic`; an error carries the end of the build log.
-fn tquic() -> Result<(PathBuf, PathBuf), String> {
+pub(crate) fn tquic() -> Result<(PathBuf, PathBuf), String> {
     let root = target_dir().join("peers").join("tquic");
     let bin = |name: &str| root.join("bin").join(name);
     let found = || bin("tquic_server").is_file() && bin("tquic_client").is_file();
