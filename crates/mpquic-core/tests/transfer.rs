@@ -128,3 +128,30 @@ async fn cubic_with_hystart_carries_a_transfer_on_two_paths() {
     let send = bounded(send_and_check(&pair.client, 12, 5 << 20)).await;
     assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
 }
+
+/// An endpoint with a server configuration and a default client configuration accepts and
+/// connects: two such peers each open a session to the other, over two paths, and each serves
+/// the other's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_serves_also_connects() {
+    let certificate = mpquic_core::SelfSigned::new(&["localhost"]).unwrap();
+    let peer = |k: usize| {
+        let mut endpoint =
+            mpquic_core::Endpoint::new(&[local(k)], Some(certificate.server_config().unwrap()))
+                .unwrap();
+        endpoint.set_default_client_config(certificate.client_config().unwrap());
+        endpoint
+    };
+    let (a, b) = (peer(1), peer(2));
+    for (from, to, second) in [(&a, &b, 3), (&b, &a, 4)] {
+        let to_addr = to.local_addr().unwrap();
+        let conn = from.connect(to_addr, "localhost").unwrap().await.unwrap();
+        conn.open_path(&PathConfig::new(local(second), to_addr))
+            .await
+            .unwrap();
+        let accepted = to.accept().await.unwrap().await.unwrap();
+        serve_hashes(accepted);
+        let send = bounded(send_and_check(&conn, 5, 1 << 20)).await;
+        assert!(send.path_bytes().values().sum::<u64>() >= 1 << 20);
+    }
+}
