@@ -6,8 +6,8 @@
 //! What changed from quinn's file, besides this comment:
 //! - the types: `quinn::{ServerConfig, Endpoint, Incoming, ConnectionError, SendStream,
 //!   RecvStream}` are mpquic's, `QuicServerConfig` and `HandshakeData` come through
-//!   `mpquic::crypto` (the same types, re-exported), and the transport settings are
-//!   `mpquic::Config` (whose stream limits take both kinds at once);
+//!   `mpquic::crypto` (the same types, re-exported), and `quinn::TransportConfig` is
+//!   `mpquic::Config`;
 //! - `--stateless-retry` is gone: quinn's retry acts inside each path's handshake, before
 //!   mpquic sees a session;
 //! - the certificate is kept in the system's temporary directory instead of a
@@ -126,9 +126,8 @@ async fn run(options: Opt) -> Result<()> {
 
     let mut server_config =
         mpquic::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(server_crypto)?));
-    let mut transport_config = mpquic::Config::default();
-    transport_config.max_concurrent_streams(1024, 0)?;
-    server_config.transport_config(Arc::new(transport_config));
+    let transport_config = Arc::get_mut(&mut server_config.transport).unwrap();
+    transport_config.max_concurrent_uni_streams(0_u8.into());
 
     let root = Arc::<Path>::from(options.root.clone());
     if !root.exists() {

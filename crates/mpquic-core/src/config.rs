@@ -10,6 +10,7 @@ use mpquic_proto::wire::Params;
 use mpquic_proto::{ReinjectionConfig, TransportConfig};
 use mpquic_sched::{PathStatus, Scheduler, SchedulerKind, MAX_PATHS};
 use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
+use quinn::VarInt;
 
 use crate::bbr::BbrConfig;
 use crate::error::ConfigError;
@@ -312,28 +313,28 @@ impl Config {
         Ok(self)
     }
 
-    /// Streams of each kind (bidirectional, unidirectional) the peer may have open at once.
+    /// Bidirectional streams the peer may have open at once (quinn's setting of that name).
     ///
-    /// Each path's quinn connection allows `bidi + uni + 64` chunk and control streams at once
-    /// and keeps the state of finished ones for reuse up to that count, about 1 KB each: a
-    /// long-lived path's heap grows by that much while the pool fills, then stays.
+    /// Each path's quinn connection allows this many plus the unidirectional limit plus 64
+    /// chunk and control streams at once, and keeps the state of finished ones for reuse up to
+    /// that count, about 1 KB each: a long-lived path's heap grows by that much while the pool
+    /// fills, then stays. The limit is what bounds it.
     ///
     /// # Default
-    /// 1024 each.
-    pub fn max_concurrent_streams(
-        &mut self,
-        bidi: u64,
-        uni: u64,
-    ) -> Result<&mut Self, ConfigError> {
-        const LIMIT: u64 = 1 << 20;
-        if bidi > LIMIT || uni > LIMIT {
-            return Err(ConfigError::Invalid(
-                "max_concurrent_streams (at most 2^20)",
-            ));
-        }
-        self.max_concurrent_bidi_streams = bidi;
-        self.max_concurrent_uni_streams = uni;
-        Ok(self)
+    /// 1024.
+    pub fn max_concurrent_bidi_streams(&mut self, streams: VarInt) -> &mut Self {
+        self.max_concurrent_bidi_streams = streams.into_inner();
+        self
+    }
+
+    /// Unidirectional streams the peer may have open at once (quinn's setting of that name);
+    /// see [`max_concurrent_bidi_streams`](Self::max_concurrent_bidi_streams) for what they cost.
+    ///
+    /// # Default
+    /// 1024.
+    pub fn max_concurrent_uni_streams(&mut self, streams: VarInt) -> &mut Self {
+        self.max_concurrent_uni_streams = streams.into_inner();
+        self
     }
 
     /// A path with data in flight and no acknowledgement for `rtts` smoothed RTTs (and at least

@@ -64,7 +64,9 @@ impl ClientConfig {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub(crate) quinn: quinn::ServerConfig,
-    pub(crate) transport: Arc<Config>,
+    /// The settings of every session this server accepts, and of its paths (a field, as
+    /// quinn's `ServerConfig::transport` is, so that `Arc::get_mut` can change them in place).
+    pub transport: Arc<Config>,
 }
 
 impl ServerConfig {

@@ -231,7 +231,7 @@ async fn resets_free_what_their_streams_buffered() {
 }
 
 /// A session that lives for many streams: quinn keeps the state of each path's finished streams
-/// for reuse, up to the path's stream limit (`Config::max_concurrent_streams`, plus 64 for
+/// for reuse, up to the path's stream limit (`Config::max_concurrent_bidi_streams` and `max_concurrent_uni_streams`, plus 64 for
 /// control), so the heap grows while that pool fills and not after it. Small limits fill it
 /// within the first streams; without the bound each later stream would keep about 1 KB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,7 +240,9 @@ async fn a_long_lived_session_holds_no_more_than_its_stream_limits() {
     const WARM_UP: u64 = 300;
     const MEASURED: u64 = 300;
     let mut config = Config::default();
-    config.max_concurrent_streams(8, 8).unwrap();
+    config
+        .max_concurrent_bidi_streams(8u32.into())
+        .max_concurrent_uni_streams(8u32.into());
     let pair = common::pair_with(2, config).await;
     common::serve_hashes(pair.server.clone());
     let mut stream = 0;
