@@ -409,6 +409,14 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
         let Some(server) = &inner.server else {
             return;
         };
+        // A stateless retry makes the client prove its address before any state is kept.
+        if server.config.retry_unvalidated && !incoming.remote_address_validated() {
+            if let Err(e) = incoming.retry() {
+                tracing::debug!(%e, "retry not possible: refusing");
+                e.into_incoming().refuse();
+            }
+            continue;
+        }
         let config = &server.config.transport;
         let Some(half_open) = HalfOpen::try_new(&server.half_open, config.max_half_open) else {
             tracing::debug!("too many half-open connections: refusing one");

@@ -67,6 +67,7 @@ pub struct ServerConfig {
     /// The settings of every session this server accepts, and of its paths (a field, as
     /// quinn's `ServerConfig::transport` is, so that `Arc::get_mut` can change them in place).
     pub transport: Arc<Config>,
+    pub(crate) retry_unvalidated: bool,
 }
 
 impl ServerConfig {
@@ -76,6 +77,7 @@ impl ServerConfig {
         Self {
             quinn: quinn::ServerConfig::with_crypto(crypto),
             transport: Arc::default(),
+            retry_unvalidated: false,
         }
     }
 
@@ -90,12 +92,26 @@ impl ServerConfig {
         Ok(Self {
             quinn: quinn::ServerConfig::with_single_cert(cert_chain, key)?,
             transport: Arc::default(),
+            retry_unvalidated: false,
         })
     }
 
     /// The settings of every session this server accepts, and of its paths.
     pub fn transport_config(&mut self, transport: Arc<Config>) -> &mut Self {
         self.transport = transport;
+        self
+    }
+
+    /// Whether every path's first packet from an address not yet validated is answered with a
+    /// stateless retry (RFC 9000, section 8.1.2), so that the server keeps no state for a
+    /// spoofed address. quinn lets its application decide per incoming connection; mpquic
+    /// admits sessions and joins only after their handshake, so the decision is this policy,
+    /// applied to every path. It costs a round trip per path.
+    ///
+    /// # Default
+    /// Off.
+    pub fn retry_unvalidated(&mut self, retry: bool) -> &mut Self {
+        self.retry_unvalidated = retry;
         self
     }
 }

@@ -155,3 +155,27 @@ async fn an_endpoint_that_serves_also_connects() {
         assert!(send.path_bytes().values().sum::<u64>() >= 1 << 20);
     }
 }
+
+/// With stateless retries, every path (the session's first and a joined one) still comes up
+/// and carries its share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_come_up_through_a_stateless_retry() {
+    let certificate = mpquic_core::SelfSigned::new(&["localhost"]).unwrap();
+    let mut server_config = certificate.server_config().unwrap();
+    server_config.retry_unvalidated(true);
+    let server = mpquic_core::Endpoint::server(server_config, local(1)).unwrap();
+    let server_addr = server.local_addr().unwrap();
+    let mut client = mpquic_core::Endpoint::client(local(1)).unwrap();
+    client.set_default_client_config(certificate.client_config().unwrap());
+    let conn = client
+        .connect(server_addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    conn.open_path(&PathConfig::new(local(2), server_addr))
+        .await
+        .unwrap();
+    serve_hashes(server.accept().await.unwrap().await.unwrap());
+    let send = bounded(send_and_check(&conn, 9, 4 << 20)).await;
+    assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
+}
