@@ -13,7 +13,7 @@ use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 use quinn::VarInt;
 
 use crate::bbr::BbrConfig;
-use crate::error::ConfigError;
+use crate::error::{varint, ConfigError};
 use crate::fld::FldConfig;
 use crate::loss_based::{LossAlgorithm, LossBasedConfig};
 use crate::telemetry::Telemetry;
@@ -465,7 +465,6 @@ impl Config {
         congestion: Option<&CongestionControl>,
     ) -> Arc<quinn::TransportConfig> {
         let congestion = congestion.unwrap_or(&self.congestion);
-        let varint = |v: u64| quinn::VarInt::from_u64(v).unwrap_or(quinn::VarInt::MAX);
         let controller = telemetry.factory(congestion.factory_with(Some(self.initial_window)));
         let mut t = quinn::TransportConfig::default();
         t.congestion_controller_factory(controller)

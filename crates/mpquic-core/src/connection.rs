@@ -27,8 +27,8 @@ use tracing::Instrument;
 use crate::config::{Config, PathConfig};
 use crate::endpoint::EndpointInner;
 use crate::error::{
-    codes, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError, ReadFrameError,
-    SetupError, WriteError,
+    codes, varint, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError,
+    ReadFrameError, SetupError, WriteError,
 };
 use crate::path_events::PathEvents;
 use crate::session;
@@ -326,12 +326,6 @@ impl Inner {
             path.conn.close(varint(code), reason);
         }
     }
-}
-
-/// A close code as quinn takes it (codes above 2^62 - 1 cannot be sent; they become the
-/// largest one).
-pub(crate) fn varint(code: u64) -> quinn::VarInt {
-    quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::MAX)
 }
 
 /// The lock on a connection's [`Inner`]; what the core asked for is carried out when it is

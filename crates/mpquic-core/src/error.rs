@@ -8,6 +8,12 @@ use thiserror::Error;
 
 pub use mpquic_proto::error::{codes, ConnectionError, ProtocolError, ReadError, WriteError};
 
+/// A code or limit as quinn takes it (values above 2^62 - 1 cannot be sent; they become the
+/// largest one).
+pub(crate) fn varint(value: u64) -> quinn::VarInt {
+    quinn::VarInt::from_u64(value).unwrap_or(quinn::VarInt::MAX)
+}
+
 /// Why a path could not be opened or changed (the connection itself is unaffected).
 #[derive(Debug, Clone, Error)]
 pub enum PathError {

@@ -15,8 +15,7 @@ use std::task::{Context, Poll};
 use ::h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
 use bytes::{Buf, Bytes};
 
-use crate::connection::varint;
-use crate::error::{ConnectionError, ReadError, WriteError};
+use crate::error::{varint, ConnectionError, ReadError, WriteError};
 use crate::{Connection, RecvStream, SendStream};
 
 type Pending<T> = Pin<Box<dyn Future<Output = T> + Send + Sync>>;

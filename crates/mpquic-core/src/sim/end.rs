@@ -18,7 +18,7 @@ use quinn_proto::{
 
 use crate::config::Config;
 use crate::connection::{send_window_target, session_end, Rejoin, CONTROL_PRIORITY, REJOIN_FOR};
-use crate::error::{codes, ConnectionError, ProtocolError};
+use crate::error::{codes, varint, ConnectionError, ProtocolError};
 use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
 
 /// The most read from a quinn-proto stream at once, as the quinn driver does.
@@ -829,8 +829,4 @@ fn read_stream(conn: &mut quinn_proto::Connection, id: StreamId) -> (Vec<Bytes>,
     // Whether quinn-proto should send flow control credit: it finds out when it next polls.
     let _ = chunks.finalize();
     (pieces, finished)
-}
-
-fn varint(code: u64) -> VarInt {
-    VarInt::from_u64(code).unwrap_or(VarInt::MAX)
 }
