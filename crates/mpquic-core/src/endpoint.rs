@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use crate::config::CongestionControl;
 use crate::connection::{client_handshake, read_frame, Connection, Inner, Shared};
-use crate::error::{codes, ConnectionError, PathError};
+use crate::error::{codes, varint, ConnectionError, PathError};
 use crate::session;
 use crate::telemetry::Telemetry;
 use crate::tls::{ClientConfig, ServerConfig};
@@ -183,14 +183,21 @@ impl Endpoint {
     /// # Errors
     /// An address cannot be bound.
     pub fn new(local: &[SocketAddr], server: Option<ServerConfig>) -> io::Result<Self> {
-        let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
+        let (server, accepted) = match server {
+            Some(config) => {
+                let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
+                let side = ServerSide {
+                    config,
+                    sessions: Mutex::new(HashMap::new()),
+                    accepted: tx,
+                    half_open: Arc::new(AtomicUsize::new(0)),
+                };
+                (Some(side), Some(tokio::sync::Mutex::new(rx)))
+            }
+            None => (None, None),
+        };
         let inner = Arc::new(EndpointInner {
-            server: server.map(|config| ServerSide {
-                config,
-                sessions: Mutex::new(HashMap::new()),
-                accepted: tx,
-                half_open: Arc::new(AtomicUsize::new(0)),
-            }),
+            server,
             bound: Mutex::new(Vec::new()),
         });
         for addr in local {
@@ -207,7 +214,6 @@ impl Endpoint {
                 on_demand: false,
             });
         }
-        let accepted = inner.server.is_some().then(|| tokio::sync::Mutex::new(rx));
         Ok(Self {
             inner,
             default_client: None,
@@ -445,10 +451,7 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
                             "no session frame in time",
                         ))) {
                             tracing::info!(code = e.code, reason = %e.reason, "path refused");
-                            conn.close(
-                                VarInt::from_u64(e.code).unwrap_or_default(),
-                                e.reason.as_bytes(),
-                            );
+                            conn.close(varint(e.code), e.reason.as_bytes());
                         }
                     }
                     .in_current_span(),
