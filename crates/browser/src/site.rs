@@ -45,7 +45,7 @@ impl Site {
         let main = page.main_document;
         let start = https(&page.objects[main].url);
         let mut head = format!(
-            "<!doctype html><html><head><meta charset=utf-8><script>{}</script>",
+            "<!doctype html><html><head><meta charset=utf-8><link rel=icon href=\"data:,\"><script>{}</script>",
             metrics_script()
         );
         let mut body = format!("<body><h1>{}</h1>", page.name);

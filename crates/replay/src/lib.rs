@@ -72,6 +72,6 @@ pub use plain::{quinn_connect, quinn_server};
 pub use report::{LinkDrops, LoadReport, ObjectReport, RepeatedReport, Spread};
 pub use run::{
     auto_paths, better_path, connect, load_direct, load_page, load_page_blocking, load_remote,
-    loopback_local, self_signed, transport_config, Mode, RunConfig,
+    loopback_local, self_signed, transport_config, Connected, Links, LocalServer, Mode, RunConfig,
 };
 pub use server::{PageServer, ServeError};

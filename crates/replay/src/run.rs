@@ -1,6 +1,7 @@
 //! One command, one measurement: a page server, the emulated links of a scenario and a page
 //! client, all in this process; over mpquic, or over plain quinn on one path as the baseline.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
@@ -103,7 +104,7 @@ pub struct RunConfig {
 
 impl RunConfig {
     /// Both ends' mpquic settings for this run ([`transport_config`]).
-    fn mpquic_config(&self) -> Result<Config, RunError> {
+    pub fn mpquic_config(&self) -> Result<Config, RunError> {
         transport_config(
             &self.scheduler,
             self.paths,
@@ -288,59 +289,227 @@ fn check(run: &RunConfig) -> Result<Vec<usize>, RunError> {
     run.path_indices()
 }
 
-/// Loads `page` once: a page server on 127.0.0.1, a relay per scenario path in front of it,
-/// and a client whose path k goes from 127.0.0.(k+1) to relay front k, for each path k the
-/// run uses ([`RunConfig::path_indices`]; plain quinn: one). Everything is torn down before
-/// it returns.
+/// A page server running in this process on 127.0.0.1 (any port) over a run's transport, with
+/// a fresh self-signed certificate for `localhost`; closed when dropped.
+#[derive(Debug)]
+pub struct LocalServer {
+    addr: SocketAddr,
+    cert: CertificateDer<'static>,
+    endpoint: ServerEndpoint,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Debug)]
+enum ServerEndpoint {
+    Mpquic(Arc<Endpoint>),
+    Quinn(quinn::Endpoint),
+}
+
+impl LocalServer {
+    /// Starts `server` over `run`'s transport (mpquic with `run`'s settings, or plain quinn).
+    /// Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`RunError`]: bad configuration, a certificate or a socket that cannot be made.
+    pub fn start(server: PageServer, run: &RunConfig) -> Result<Self, RunError> {
+        let (cert, key) = self_signed()?;
+        let local = loopback_local(0);
+        let endpoint = match run.transport {
+            Transport::Mpquic => {
+                let mut tls = ServerConfig::with_single_cert(vec![cert.clone()], key)
+                    .map_err(|e| RunError::Certificate(e.to_string()))?;
+                tls.transport_config(Arc::new(run.mpquic_config()?));
+                ServerEndpoint::Mpquic(Arc::new(
+                    Endpoint::server(tls, local)
+                        .map_err(|e| RunError::Connect(format!("binding {local}: {e}")))?,
+                ))
+            }
+            Transport::Quinn => {
+                ServerEndpoint::Quinn(quinn_server(local, cert.clone(), key, &run.congestion)?)
+            }
+        };
+        let (addr, serving) = match &endpoint {
+            ServerEndpoint::Mpquic(endpoint) => {
+                let endpoint = endpoint.clone();
+                let addr = endpoint.local_addr();
+                (
+                    addr,
+                    tokio::spawn(async move { server.run(&endpoint, None).await }),
+                )
+            }
+            ServerEndpoint::Quinn(endpoint) => {
+                let endpoint = endpoint.clone();
+                let addr = endpoint.local_addr();
+                (
+                    addr,
+                    tokio::spawn(async move { server.run_quinn(&endpoint, None).await }),
+                )
+            }
+        };
+        let addr = addr.map_err(|e| RunError::Connect(format!("the server's address: {e}")))?;
+        Ok(Self {
+            addr,
+            cert,
+            endpoint,
+            serving,
+        })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The certificate a client trusts for it.
+    pub fn cert(&self) -> CertificateDer<'static> {
+        self.cert.clone()
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        match &self.endpoint {
+            ServerEndpoint::Mpquic(endpoint) => endpoint.close(VarInt::from_u32(0), b"done"),
+            ServerEndpoint::Quinn(endpoint) => endpoint.close(0u32.into(), b"done"),
+        }
+        self.serving.abort();
+    }
+}
+
+/// A run's emulated links on loopback: a UDP relay per scenario path in front of a server, and
+/// the client's local address for each path the run uses; stopped when dropped.
+#[derive(Debug)]
+pub struct Links {
+    relay: Relay,
+    indices: Vec<usize>,
+}
+
+impl Links {
+    /// Relays for every path of `run`'s scenario to `server`.
+    ///
+    /// # Errors
+    /// [`RunError`]: bad configuration, [`Mode::Netns`], relays that cannot start.
+    pub fn start(run: &RunConfig, server: SocketAddr) -> Result<Self, RunError> {
+        let indices = check(run)?;
+        let servers = vec![server; run.scenario.paths.len()];
+        let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
+        Ok(Self { relay, indices })
+    }
+
+    /// The client's address for each path the run uses, 127.0.0.(k+1) for scenario path k.
+    pub fn locals(&self) -> Vec<SocketAddr> {
+        self.indices.iter().map(|&k| loopback_local(k)).collect()
+    }
+
+    /// The relay front of each path the run uses: where the client sends.
+    pub fn fronts(&self) -> Vec<SocketAddr> {
+        self.indices
+            .iter()
+            .map(|&k| self.relay.local_addrs()[k])
+            .collect()
+    }
+
+    /// What the links dropped so far, by scenario path.
+    pub fn drops(&self) -> BTreeMap<usize, LinkDrops> {
+        self.relay
+            .stats()
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| self.indices.contains(k))
+            .map(|(k, path)| (k, LinkDrops::between(&PathStats::default(), path)))
+            .collect()
+    }
+}
+
+/// A client's connection to a page server over a run's transport: what a page is loaded
+/// over, by the replay client ([`load_direct`]) or by a browser through a proxy.
+#[derive(Debug)]
+pub enum Connected {
+    /// mpquic, one path per address pair.
+    Mpquic {
+        /// The client endpoint.
+        endpoint: Endpoint,
+        /// The connection.
+        conn: Connection,
+    },
+    /// Plain quinn, one path.
+    Quinn {
+        /// The client endpoint.
+        endpoint: quinn::Endpoint,
+        /// The connection.
+        conn: quinn::Connection,
+    },
+}
+
+impl Connected {
+    /// Connects to a page server reachable at `remotes` (one address per path, path k leaving
+    /// from `locals[k]`) whose certificate is `cert`, over `run`'s transport, within `run`'s
+    /// load timeout. Plain quinn takes exactly one address each.
+    ///
+    /// # Errors
+    /// [`RunError::Connect`] for set-up failures and the timeout, [`RunError`] for bad
+    /// configuration.
+    pub async fn open(
+        run: &RunConfig,
+        locals: &[SocketAddr],
+        remotes: &[SocketAddr],
+        cert: CertificateDer<'static>,
+    ) -> Result<Self, RunError> {
+        let timeout = run.load.timeout;
+        let late = |_| RunError::Connect(format!("not connected after {timeout:?}"));
+        match run.transport {
+            Transport::Mpquic => {
+                let connecting = connect(run.mpquic_config()?, cert, locals, remotes);
+                let (endpoint, conn) = tokio::time::timeout(timeout, connecting)
+                    .await
+                    .map_err(late)??;
+                Ok(Self::Mpquic { endpoint, conn })
+            }
+            Transport::Quinn => {
+                let (&[local], &[remote]) = (locals, remotes) else {
+                    return Err(RunError::Connect(format!(
+                        "plain quinn uses one path: {} local and {} server addresses given",
+                        locals.len(),
+                        remotes.len()
+                    )));
+                };
+                let connecting = quinn_connect(local, remote, cert, &run.congestion);
+                let (endpoint, conn) = tokio::time::timeout(timeout, connecting)
+                    .await
+                    .map_err(late)??;
+                Ok(Self::Quinn { endpoint, conn })
+            }
+        }
+    }
+
+    /// Closes the connection and its endpoint.
+    pub fn close(&self) {
+        match self {
+            Self::Mpquic { endpoint, conn } => {
+                conn.close(VarInt::from_u32(0), b"done");
+                endpoint.close(VarInt::from_u32(0), b"done");
+            }
+            Self::Quinn { endpoint, conn } => {
+                conn.close(0u32.into(), b"done");
+                endpoint.close(0u32.into(), b"done");
+            }
+        }
+    }
+}
+
+/// Loads `page` once: a page server on 127.0.0.1 ([`LocalServer`]), a relay per scenario path
+/// in front of it ([`Links`]), and a client whose path k goes from 127.0.0.(k+1) to relay
+/// front k, for each path k the run uses ([`RunConfig::path_indices`]; plain quinn: one).
+/// Everything is torn down before it returns.
 ///
 /// # Errors
 /// [`RunError`]: bad configuration, [`Mode::Netns`], set-up failures, or the load's own.
 pub async fn load_page(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
     check(run)?;
-    if run.transport == Transport::Quinn {
-        return load_page_quinn(page, run).await;
-    }
-    let config = run.mpquic_config()?;
-    let (cert, key) = self_signed()?;
-    let mut tls = ServerConfig::with_single_cert(vec![cert.clone()], key)
-        .map_err(|e| RunError::Certificate(e.to_string()))?;
-    tls.transport_config(Arc::new(config));
-    let local = loopback_local(0);
-    let server_endpoint = Arc::new(
-        Endpoint::server(tls, local)
-            .map_err(|e| RunError::Connect(format!("binding {local}: {e}")))?,
-    );
-    let server_addr = server_endpoint
-        .local_addr()
-        .map_err(|e| RunError::Connect(format!("the server's address: {e}")))?;
     let server =
         PageServer::new(std::slice::from_ref(page))?.dependency_hints(run.dependency_hints);
-    let serving = {
-        let endpoint = server_endpoint.clone();
-        tokio::spawn(async move { server.run(&endpoint, None).await })
-    };
-    let outcome = load_remote(page, run, server_addr, cert).await;
-    server_endpoint.close(VarInt::from_u32(0), b"done");
-    serving.abort();
-    outcome
-}
-
-/// [`load_page`] over plain quinn: the page server on a quinn endpoint.
-async fn load_page_quinn(page: &Page, run: &RunConfig) -> Result<LoadReport, RunError> {
-    let (cert, key) = self_signed()?;
-    let endpoint = quinn_server(loopback_local(0), cert.clone(), key, &run.congestion)?;
-    let server_addr = endpoint
-        .local_addr()
-        .map_err(|e| RunError::Connect(format!("the server's address: {e}")))?;
-    let server = PageServer::new(std::slice::from_ref(page))?;
-    let serving = {
-        let endpoint = endpoint.clone();
-        tokio::spawn(async move { server.run_quinn(&endpoint, None).await })
-    };
-    let outcome = load_remote(page, run, server_addr, cert).await;
-    endpoint.close(0u32.into(), b"done");
-    serving.abort();
-    outcome
+    let server = LocalServer::start(server, run)?;
+    load_remote(page, run, server.addr(), server.cert()).await
 }
 
 /// Loads `page` once from a page server already running at `server` (whose certificate is
@@ -355,18 +524,9 @@ pub async fn load_remote(
     server: SocketAddr,
     cert: CertificateDer<'static>,
 ) -> Result<LoadReport, RunError> {
-    let indices = check(run)?;
-    let servers = vec![server; run.scenario.paths.len()];
-    let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
-    let fronts: Vec<SocketAddr> = indices.iter().map(|&k| relay.local_addrs()[k]).collect();
-    let locals: Vec<SocketAddr> = indices.iter().map(|&k| loopback_local(k)).collect();
-    let mut report = load_direct(page, run, &locals, &fronts, cert).await?;
-    for (k, path) in relay.stats().iter().enumerate() {
-        if indices.contains(&k) {
-            let drops = LinkDrops::between(&PathStats::default(), path);
-            report.link_drops.insert(k, drops);
-        }
-    }
+    let links = Links::start(run, server)?;
+    let mut report = load_direct(page, run, &links.locals(), &links.fronts(), cert).await?;
+    report.link_drops = links.drops();
     Ok(report)
 }
 
@@ -383,44 +543,12 @@ pub async fn load_direct(
     remotes: &[SocketAddr],
     cert: CertificateDer<'static>,
 ) -> Result<LoadReport, RunError> {
-    if run.transport == Transport::Quinn {
-        return load_direct_quinn(page, run, locals, remotes, cert).await;
-    }
-    let config = run.mpquic_config()?;
-    let (endpoint, conn) =
-        tokio::time::timeout(run.load.timeout, connect(config, cert, locals, remotes))
-            .await
-            .map_err(|_| {
-                RunError::Connect(format!("not connected after {:?}", run.load.timeout))
-            })??;
-    let report = load(&conn, page, &run.load).await;
-    conn.close(VarInt::from_u32(0), b"done");
-    endpoint.close(VarInt::from_u32(0), b"done");
-    Ok(labelled(report?, run))
-}
-
-/// [`load_direct`] over plain quinn.
-async fn load_direct_quinn(
-    page: &Page,
-    run: &RunConfig,
-    locals: &[SocketAddr],
-    remotes: &[SocketAddr],
-    cert: CertificateDer<'static>,
-) -> Result<LoadReport, RunError> {
-    let (&[local], &[remote]) = (locals, remotes) else {
-        return Err(RunError::Connect(format!(
-            "plain quinn uses one path: {} local and {} server addresses given",
-            locals.len(),
-            remotes.len()
-        )));
+    let connected = Connected::open(run, locals, remotes, cert).await?;
+    let report = match &connected {
+        Connected::Mpquic { conn, .. } => load(conn, page, &run.load).await,
+        Connected::Quinn { conn, .. } => load_quinn(conn, page, &run.load).await,
     };
-    let connecting = quinn_connect(local, remote, cert, &run.congestion);
-    let (endpoint, conn) = tokio::time::timeout(run.load.timeout, connecting)
-        .await
-        .map_err(|_| RunError::Connect(format!("not connected after {:?}", run.load.timeout)))??;
-    let report = load_quinn(&conn, page, &run.load).await;
-    conn.close(0u32.into(), b"done");
-    endpoint.close(0u32.into(), b"done");
+    connected.close();
     Ok(labelled(report?, run))
 }
 

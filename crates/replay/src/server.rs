@@ -36,6 +36,8 @@ struct Served {
     priority: Priority,
     /// [`Page::leads_to`]'s hint for it.
     leads_to: Option<Urgency>,
+    /// What to send instead of `size` zeros ([`PageServer::with_bodies`]).
+    body: Option<Bytes>,
 }
 
 /// Serves every object of its pages: `GET {key}` answers 200 with a body of exactly the
@@ -80,6 +82,7 @@ impl PageServer {
                         content_type: o.content_type.clone(),
                         priority: o.priority,
                         leads_to,
+                        body: None,
                     },
                 );
             }
@@ -94,6 +97,21 @@ impl PageServer {
     /// only its urgency and size, as a server that knows nothing of its pages would.
     pub fn dependency_hints(mut self, on: bool) -> Self {
         self.dependency_hints = on;
+        self
+    }
+
+    /// Serves these bodies instead of zeros: each `(key, body)` replaces the body of the object
+    /// served under `key` (its size becomes the body's length); keys it does not serve are
+    /// ignored. A real browser needs real files: the page builder of `crates/browser` makes
+    /// them.
+    pub fn with_bodies(mut self, bodies: impl IntoIterator<Item = (String, Bytes)>) -> Self {
+        let objects = Arc::make_mut(&mut self.objects);
+        for (key, body) in bodies {
+            if let Some(served) = objects.get_mut(&key) {
+                served.size = body.len() as u64;
+                served.body = Some(body);
+            }
+        }
         self
     }
 
@@ -270,13 +288,21 @@ impl PageServer {
             },
         };
         let size = object.size;
+        let body = object.body.clone();
         let sent = async {
             stream.send_response(response).await?;
-            let mut left = size;
-            while left > 0 {
-                let n = left.min(PIECE as u64) as usize;
-                stream.send_data(Bytes::from_static(&ZEROS[..n])).await?;
-                left -= n as u64;
+            if let Some(body) = body {
+                for start in (0..body.len()).step_by(PIECE) {
+                    let end = body.len().min(start + PIECE);
+                    stream.send_data(body.slice(start..end)).await?;
+                }
+            } else {
+                let mut left = size;
+                while left > 0 {
+                    let n = left.min(PIECE as u64) as usize;
+                    stream.send_data(Bytes::from_static(&ZEROS[..n])).await?;
+                    left -= n as u64;
+                }
             }
             stream.finish().await
         };

@@ -1,0 +1,73 @@
+//! Real page loads in headless Chromium through the proxy. They need a Chromium binary
+//! (Debian's `chromium`; `.ci/run` installs it), so they are ignored by default; `cargo xtask
+//! ci` runs them with the other ignored tests, and says so loudly where it found no Chromium.
+
+use std::sync::Arc;
+
+use mpquic_browser::{load_in_browser, BrowserOptions, Chromium, Site};
+use mpquic_replay::{har, RunConfig, Transport};
+
+/// A document, its stylesheet and an image on another host.
+const SMALL_PAGE: &str = r#"{"log": {"pages": [{"id": "p", "title": "A small page"}], "entries": [
+  {"pageref": "p", "startedDateTime": "2024-01-01T00:00:00.000Z", "time": 50, "request": {"url": "https://a.test/"},
+   "_resourceType": "document",
+   "response": {"status": 200, "bodySize": 6000, "content": {"mimeType": "text/html"}}},
+  {"pageref": "p", "startedDateTime": "2024-01-01T00:00:00.060Z", "request": {"url": "https://a.test/s.css"},
+   "_initiator": "https://a.test/", "_resourceType": "stylesheet",
+   "response": {"status": 200, "bodySize": 5000, "content": {"mimeType": "text/css"}}},
+  {"pageref": "p", "startedDateTime": "2024-01-01T00:00:00.070Z", "request": {"url": "http://img.a.test/i.png"},
+   "_initiator": "https://a.test/", "_resourceType": "image",
+   "response": {"status": 200, "bodySize": 30000, "content": {"mimeType": "image/png"}}}
+]}}"#;
+
+fn small_site() -> Arc<Site> {
+    let page = har::parse(SMALL_PAGE, "small").unwrap();
+    Arc::new(Site::build(&page))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
+async fn chromium_reports_the_first_contentful_paint_of_a_page_over_mpquic() {
+    let chromium = Chromium::find().expect("a Chromium binary");
+    let site = small_site();
+    let run = RunConfig::new("priority-bucket", "pb-high").unwrap();
+    let png = std::env::temp_dir().join(format!("mpquic-small-{}.png", std::process::id()));
+    let options = BrowserOptions {
+        screenshot: Some(png.clone()),
+        ..BrowserOptions::default()
+    };
+    let load = load_in_browser(&site, &run, &chromium, &options).await;
+    let shot = std::fs::metadata(&png).map(|m| m.len());
+    let _ = std::fs::remove_file(&png);
+    let load = load.unwrap();
+    let paint = &load.paint;
+    let fcp = paint.fcp_ms.expect("the browser reported FCP");
+    let plt = paint.load_ms.expect("the browser reported load");
+    assert!(fcp > 0.0 && plt > 0.0, "{paint:?}");
+    // Every object came through the proxy, over both paths.
+    assert_eq!(load.proxy.forwarded, 3, "{:?}", load.proxy);
+    assert!(
+        load.proxy.unknown.is_empty() && load.proxy.failed.is_empty(),
+        "{:?}",
+        load.proxy
+    );
+    let urls: Vec<&str> = paint.resources.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(urls, ["https://a.test/s.css", "https://img.a.test/i.png"]);
+    assert_eq!(load.per_path_bytes.len(), 2, "{:?}", load.per_path_bytes);
+    assert!(shot.expect("a screenshot") > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
+async fn chromium_loads_the_same_page_over_plain_quinn() {
+    let chromium = Chromium::find().expect("a Chromium binary");
+    let site = small_site();
+    let mut run = RunConfig::new("priority-bucket", "pb-high").unwrap();
+    run.transport = Transport::Quinn;
+    let load = load_in_browser(&site, &run, &chromium, &BrowserOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(load.transport, "quinn");
+    assert!(load.paint.fcp_ms.is_some(), "{:?}", load.paint);
+    assert_eq!(load.proxy.forwarded, 3, "{:?}", load.proxy);
+}
