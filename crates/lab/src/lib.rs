@@ -23,6 +23,7 @@
 #![allow(clippy::print_stdout)]
 
 mod bins;
+mod browser;
 pub mod bulk;
 mod calibrate;
 mod demo;
@@ -63,8 +64,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Loads a bundled recorded page with every scheduler over HTTP/3 over mpquic on two
-    /// emulated paths on loopback (pb-high) and prints FRT and PLT against lrf.
-    Demo,
+    /// emulated paths on loopback (pb-high) and prints FRT and PLT against lrf; with
+    /// `--browser`, in headless Chromium with two schedulers, printing FCP, LCP and load and
+    /// saving a screenshot.
+    Demo(DemoArgs),
+    /// Recorded pages in headless Chromium over mpquic and plain quinn, beside the replay
+    /// client, with a report under target/browser/.
+    Browser(browser::BrowserArgs),
     /// Runs every scheduler over a page on the full-stack simulation, repeated over seeds, and
     /// prints FRT and PLT (mean ± sd) against lrf and the oracle lower bound.
     Sim(SimArgs),
@@ -78,6 +84,20 @@ enum Command {
     Testbed(TestbedArgs),
     /// Bulk aggregation on the namespace testbed: mpquic against tquic, noq, quinn and MPTCP.
     Peers(peers::PeersArgs),
+}
+
+/// The options of `cargo xtask demo`.
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// Load the page in headless Chromium (Debian's `chromium`) instead of the replay client.
+    #[arg(long)]
+    browser: bool,
+    /// The page of `--browser`: a name of pages/NAME.har or a HAR file.
+    #[arg(long, default_value = "youtube-2013", requires = "browser")]
+    page: String,
+    /// Loads per scheduler with `--browser`.
+    #[arg(long, default_value_t = 3, requires = "browser")]
+    reps: u32,
 }
 
 /// A failure, with the exit code it maps to.
@@ -117,7 +137,9 @@ impl std::fmt::Display for Failure {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Demo => demo::demo(),
+        Command::Demo(args) if args.browser => browser::demo(&args.page, args.reps),
+        Command::Demo(_) => demo::demo(),
+        Command::Browser(args) => browser::browser(&args),
         Command::Sim(args) => sim::sim(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Experiment(args) => experiment::experiment(&args),

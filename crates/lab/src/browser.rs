@@ -1,0 +1,374 @@
+//! `cargo xtask browser` and `cargo xtask demo --browser`: recorded pages loaded by headless
+//! Chromium over mpquic (and over plain quinn, the single-path baseline), with the browser's
+//! own paint metrics beside the replay client's FRT and PLT for the same cells.
+//!
+//! Every (scenario, page, rep) loads the page once per row in turn (each scheduler, then
+//! quinn), first in the browser, then with the replay client (`time_scale` 0, as the
+//! experiment), so drift in the machine's load spreads over every row and both clients. Each
+//! load appends one JSON line to `raw.jsonl` under the output directory (default
+//! `target/browser/`); `report.md` has, per scenario and page, each row's FCP, LCP and load
+//! (mean ± sd) with the reduction against lrf, and the replay client's FRT and PLT.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use mpquic_browser::{load_in_browser, BrowserLoad, BrowserOptions, Chromium, Site};
+use mpquic_replay::{load_page, RunConfig, Transport};
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::pages::{self, PageRef};
+use crate::stats::Summary;
+use crate::table::{reduction, summary_cell, CELL, RED};
+use crate::Failure;
+
+/// The rows of the issue: three schedulers and the plain-quinn baseline.
+pub const DEFAULT_ROWS: &[&str] = &["priority-bucket", "lrf", "sec", "quinn"];
+/// The issue's presets.
+pub const DEFAULT_SCENARIOS: &[&str] = &["pb-low", "pb-high", "pb-high-lossy"];
+/// Loads per cell.
+pub const DEFAULT_REPS: u32 = 10;
+/// The row every other is compared with.
+const BASE_ROW: &str = "lrf";
+
+/// The options of `cargo xtask browser`.
+#[derive(Debug, Args)]
+pub struct BrowserArgs {
+    /// Pages: names of pages/NAME.har (or the experiment's names), HAR files or directories.
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "youtube-2013")]
+    pages: Vec<String>,
+    /// Rows: schedulers and `quinn`, comma-separated.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    rows: Vec<String>,
+    /// Scenario presets, comma-separated.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    scenarios: Vec<String>,
+    /// Loads per (scenario, page, row) and client.
+    #[arg(long, default_value_t = DEFAULT_REPS, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    reps: u32,
+    /// Seconds one load may take.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Output directory (default: target/browser).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// One load, as `raw.jsonl` holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BrowserRecord {
+    /// Scenario.
+    pub scenario: String,
+    /// Page label.
+    pub page: String,
+    /// Scheduler or `quinn`.
+    pub row: String,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// `chromium` or `replay`.
+    pub client: String,
+    /// The browser's first paint.
+    pub first_paint_ms: Option<f64>,
+    /// The browser's first contentful paint.
+    pub fcp_ms: Option<f64>,
+    /// The browser's largest contentful paint.
+    pub lcp_ms: Option<f64>,
+    /// The browser's `DOMContentLoaded` end.
+    pub dom_content_loaded_ms: Option<f64>,
+    /// The browser's `load` (its PLT), or the replay client's PLT.
+    pub load_ms: Option<f64>,
+    /// The replay client's FRT (last critical object).
+    pub frt_ms: Option<f64>,
+    /// Objects the browser asked for that the page does not have.
+    pub unknown: usize,
+    /// Why the load failed, if it did.
+    pub error: Option<String>,
+}
+
+impl BrowserRecord {
+    fn new(scenario: &str, page: &str, row: &str, rep: u32, client: &str) -> Self {
+        Self {
+            scenario: scenario.to_owned(),
+            page: page.to_owned(),
+            row: row.to_owned(),
+            rep,
+            client: client.to_owned(),
+            first_paint_ms: None,
+            fcp_ms: None,
+            lcp_ms: None,
+            dom_content_loaded_ms: None,
+            load_ms: None,
+            frt_ms: None,
+            unknown: 0,
+            error: None,
+        }
+    }
+
+    fn browser(mut self, load: &BrowserLoad) -> Self {
+        let paint = &load.paint;
+        self.first_paint_ms = paint.first_paint_ms;
+        self.fcp_ms = paint.fcp_ms;
+        self.lcp_ms = paint.lcp_ms;
+        self.dom_content_loaded_ms = paint.dom_content_loaded_ms;
+        self.load_ms = paint.load_ms;
+        self.unknown = load.proxy.unknown.len();
+        self
+    }
+}
+
+/// The run configuration of `row` in `scenario`.
+fn run_config(row: &str, scenario: &str, timeout: Duration) -> Result<RunConfig, Failure> {
+    let quinn = row == Transport::Quinn.name();
+    let scheduler = if quinn { BASE_ROW } else { row };
+    let mut run = RunConfig::new(scheduler, scenario).map_err(|e| Failure::Usage(e.to_string()))?;
+    if quinn {
+        run.transport = Transport::Quinn;
+    }
+    run.load.timeout = timeout;
+    run.load.time_scale = 0.0;
+    Ok(run)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Experiment(format!("tokio runtime: {e}")))
+}
+
+fn chromium() -> Result<Chromium, Failure> {
+    Chromium::find().map_err(|e| Failure::Experiment(e.to_string()))
+}
+
+/// Runs `cargo xtask browser`.
+pub fn browser(args: &BrowserArgs) -> Result<(), Failure> {
+    let root = crate::workspace_root();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| root.join("target/browser"));
+    std::fs::create_dir_all(&out)
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", out.display())))?;
+    let pages = pages::resolve(&args.pages, &root, &out)?;
+    let rows = pick(&args.rows, DEFAULT_ROWS);
+    let scenarios = pick(&args.scenarios, DEFAULT_SCENARIOS);
+    let timeout = Duration::from_secs_f64(args.timeout.max(1.0));
+    // Every row parses before the first load.
+    for row in &rows {
+        for scenario in &scenarios {
+            run_config(row, scenario, timeout)?;
+        }
+    }
+    let chromium = chromium()?;
+    let runtime = runtime()?;
+    let raw = out.join("raw.jsonl");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&raw)
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", raw.display())))?;
+    let started = Instant::now();
+    let mut records = Vec::new();
+    for scenario in &scenarios {
+        for page in &pages {
+            let site = Arc::new(Site::build(&page.page));
+            for warning in &site.warnings {
+                eprintln!("{}: {warning}", page.label);
+            }
+            for rep in 0..args.reps {
+                for row in &rows {
+                    let run = run_config(row, scenario, timeout)?;
+                    for record in
+                        runtime.block_on(both_clients(page, &site, &run, row, rep, &chromium))
+                    {
+                        let line = serde_json::to_string(&record)
+                            .map_err(|e| Failure::Experiment(e.to_string()))?;
+                        writeln!(file, "{line}")
+                            .map_err(|e| Failure::Experiment(format!("{}: {e}", raw.display())))?;
+                        if let Some(error) = &record.error {
+                            eprintln!(
+                                "{scenario} {} {row} rep {rep} {}: {error}",
+                                page.label, record.client
+                            );
+                        }
+                        records.push(record);
+                    }
+                }
+            }
+            eprintln!(
+                "{scenario} {}: done ({:.0} s so far)",
+                page.label,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let report = render_report(&records, &rows);
+    let path = out.join("report.md");
+    std::fs::write(&path, &report)
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", path.display())))?;
+    println!("{report}");
+    println!("raw loads: {}; report: {}", raw.display(), path.display());
+    Ok(())
+}
+
+/// One load in the browser and one with the replay client, for the same cell.
+async fn both_clients(
+    page: &PageRef,
+    site: &Arc<Site>,
+    run: &RunConfig,
+    row: &str,
+    rep: u32,
+    chromium: &Chromium,
+) -> [BrowserRecord; 2] {
+    let scenario = run.scenario.name;
+    let options = BrowserOptions {
+        timeout: run.load.timeout,
+        ..BrowserOptions::default()
+    };
+    let mut browser = BrowserRecord::new(scenario, &page.label, row, rep, "chromium");
+    match load_in_browser(site, run, chromium, &options).await {
+        Ok(load) => browser = browser.browser(&load),
+        Err(e) => browser.error = Some(e.to_string()),
+    }
+    let mut replay = BrowserRecord::new(scenario, &page.label, row, rep, "replay");
+    match load_page(&page.page, run).await {
+        Ok(report) => {
+            replay.frt_ms = Some(report.frt_ms);
+            replay.load_ms = Some(report.plt_ms);
+        }
+        Err(e) => replay.error = Some(e.to_string()),
+    }
+    [browser, replay]
+}
+
+fn pick(given: &[String], default: &[&str]) -> Vec<String> {
+    if given.is_empty() {
+        default.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        given.to_vec()
+    }
+}
+
+/// One measurement of a record.
+type Metric = fn(&BrowserRecord) -> Option<f64>;
+
+/// Per scenario and page, one line per row: the browser's FCP, LCP and load and the replay
+/// client's FRT and PLT, each mean ± sd with the reduction against lrf.
+fn render_report(records: &[BrowserRecord], rows: &[String]) -> String {
+    let mut out = String::from(
+        "# Pages in headless Chromium over mpquic\n\n\
+         FCP, LCP and load are the browser's own (PerformanceObserver and navigation timing, \
+         from the navigation's start); FRT and PLT are the replay client's for the same cell \
+         (last critical object, last object, from the page request). Milliseconds, mean ± sd; \
+         `vs lrf` is the reduction of the mean against lrf's.\n",
+    );
+    let mut cells: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| (r.scenario.as_str(), r.page.as_str()))
+        .collect();
+    cells.dedup();
+    for (scenario, page) in cells {
+        let metric = |row: &str, client: &str, f: Metric| {
+            let values: Vec<f64> = records
+                .iter()
+                .filter(|r| {
+                    r.scenario == scenario && r.page == page && r.row == row && r.client == client
+                })
+                .filter_map(f)
+                .collect();
+            Summary::of(&values)
+        };
+        let columns: [(&str, &str, Metric); 5] = [
+            ("FCP", "chromium", |r| r.fcp_ms),
+            ("LCP", "chromium", |r| r.lcp_ms),
+            ("load", "chromium", |r| r.load_ms),
+            ("replay FRT", "replay", |r| r.frt_ms),
+            ("replay PLT", "replay", |r| r.load_ms),
+        ];
+        let failed = records
+            .iter()
+            .filter(|r| r.scenario == scenario && r.page == page && r.error.is_some())
+            .count();
+        let _ = write!(out, "\n## {page} in {scenario}\n\n```\n{:<16}", "row");
+        for (name, _, _) in &columns {
+            let _ = write!(out, " {name:>CELL$} {:>RED$}", "vs lrf");
+        }
+        for row in rows {
+            let _ = write!(out, "\n{row:<16}");
+            for (_, client, f) in &columns {
+                let value = metric(row, client, *f);
+                let base = metric(BASE_ROW, client, *f).map(|s| s.mean);
+                let _ = write!(
+                    out,
+                    " {:>CELL$} {:>RED$}",
+                    summary_cell(value),
+                    reduction(value.map(|s| s.mean), base)
+                );
+            }
+        }
+        let _ = writeln!(out, "\n```\n");
+        if failed > 0 {
+            let _ = writeln!(out, "{failed} loads failed (see raw.jsonl).");
+        }
+    }
+    out
+}
+
+/// `cargo xtask demo --browser`: `page` in Chromium over pb-high with priority-bucket and lrf,
+/// `reps` loads each in turn; prints FCP, LCP and load, and saves a screenshot.
+pub fn demo(page: &str, reps: u32) -> Result<(), Failure> {
+    let root = crate::workspace_root();
+    let out = root.join("target/browser-demo");
+    std::fs::create_dir_all(&out).map_err(|e| Failure::Demo(format!("{}: {e}", out.display())))?;
+    let page = pages::resolve(&[page.to_owned()], &root, &out)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure::Usage("no page".into()))?;
+    let site = Arc::new(Site::build(&page.page));
+    let chromium = chromium().map_err(|e| Failure::Demo(e.to_string()))?;
+    let runtime = runtime()?;
+    let rows = ["priority-bucket", BASE_ROW];
+    let png = out.join(format!("{}.png", page.label));
+    println!(
+        "{} ({}), pb-high on loopback, headless Chromium ({}), {reps} loads per scheduler",
+        page.label,
+        page.describe(),
+        chromium.binary().display()
+    );
+    let mut loads: Vec<Vec<BrowserLoad>> = vec![Vec::new(); rows.len()];
+    for rep in 0..reps {
+        for (row, loads) in rows.iter().zip(&mut loads) {
+            let run = run_config(row, "pb-high", Duration::from_secs(60))?;
+            let options = BrowserOptions {
+                // One screenshot, from the last load.
+                screenshot: (rep + 1 == reps && *row == BASE_ROW).then(|| png.clone()),
+                ..BrowserOptions::default()
+            };
+            let load = runtime
+                .block_on(load_in_browser(&site, &run, &chromium, &options))
+                .map_err(|e| Failure::Demo(format!("{row}: {e}")))?;
+            loads.push(load);
+        }
+    }
+    println!(
+        "{:<16} {:>CELL$} {:>CELL$} {:>CELL$}",
+        "scheduler", "FCP ms", "LCP ms", "load ms"
+    );
+    for (row, loads) in rows.iter().zip(&loads) {
+        let cell = |f: fn(&BrowserLoad) -> Option<f64>| {
+            summary_cell(Summary::of(&loads.iter().filter_map(f).collect::<Vec<_>>()))
+        };
+        println!(
+            "{row:<16} {:>CELL$} {:>CELL$} {:>CELL$}",
+            cell(|l| l.paint.fcp_ms),
+            cell(|l| l.paint.lcp_ms),
+            cell(|l| l.paint.load_ms)
+        );
+    }
+    println!("screenshot: {}", png.display());
+    Ok(())
+}
