@@ -46,6 +46,9 @@ type Body = Either<Full<Bytes>, Channel<Bytes, std::io::Error>>;
 pub struct ProxyLog {
     /// Requests forwarded to the page server.
     pub forwarded: u64,
+    /// How many of them carried the browser's own `priority` header (the others got Chrome's
+    /// default for their `Sec-Fetch-Dest`).
+    pub browser_priority: u64,
     /// URLs the browser asked for that the page does not have (answered 404 by the proxy).
     pub unknown: Vec<String>,
     /// Requests that failed upstream, with the reason.
@@ -222,9 +225,13 @@ where
             return plain(StatusCode::NOT_FOUND, "not in the page\n");
         };
         let priority = request_priority(request.headers());
+        let sent_priority = request.headers().contains_key("priority");
         match self.fetch(&file.key, priority).await {
             Ok(response) => {
-                self.note(|log| log.forwarded += 1);
+                self.note(|log| {
+                    log.forwarded += 1;
+                    log.browser_priority += u64::from(sent_priority);
+                });
                 response
             }
             Err(reason) => {

@@ -55,6 +55,10 @@ async fn chromium_reports_the_first_contentful_paint_of_a_page_over_mpquic() {
     assert_eq!(urls, ["https://a.test/s.css", "https://img.a.test/i.png"]);
     assert_eq!(load.per_path_bytes.len(), 2, "{:?}", load.per_path_bytes);
     assert!(shot.expect("a screenshot") > 0);
+    eprintln!(
+        "requests with the browser's own priority header: {}",
+        load.proxy.browser_priority
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
