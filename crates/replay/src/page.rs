@@ -85,14 +85,16 @@ impl Page {
         })
     }
 
-    /// Whether object `index` is a document of the redirect chain before the main document:
-    /// a hop the browser follows, not a resource the page references.
+    /// Whether object `index` is a hop of the redirect chain before the main document (the
+    /// page request, or a document before the main one): a request the browser's navigation
+    /// makes, not a resource the page references.
     pub fn is_redirect(&self, index: usize) -> bool {
         index < self.main_document
-            && self
-                .objects
-                .get(index)
-                .is_some_and(|o| o.resource_type == ResourceType::Document)
+            && (index == 0
+                || self
+                    .objects
+                    .get(index)
+                    .is_some_and(|o| o.resource_type == ResourceType::Document))
     }
 
     /// For each object, the most urgent urgency among the objects requested because of it

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mpquic_h3_prio::ResourceType;
 use mpquic_replay::{har, Discovery, HarError};
 
 #[test]
@@ -192,6 +193,13 @@ fn the_bundled_pages_load() {
     // bing.com redirects to cn.bing.com.
     assert_eq!(bing.main_document, 1);
     assert_eq!(bing.objects[1].discovery, Discovery::After { parent: 0 });
+
+    // Firefox recorded aftonbladet.se's redirect with no content type: the page request is
+    // a hop of the chain whatever its type.
+    let aftonbladet = har::load(&dir.join("aftonbladet.se.har")).unwrap();
+    assert_eq!(aftonbladet.main_document, 1);
+    assert_ne!(aftonbladet.objects[0].resource_type, ResourceType::Document);
+    assert!(aftonbladet.is_redirect(0) && !aftonbladet.is_redirect(1));
 }
 
 /// `orphans.har`: a request recorded between two redirect hops, and initiators that are not
