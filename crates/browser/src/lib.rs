@@ -9,4 +9,4 @@ pub mod metrics;
 pub mod site;
 
 pub use metrics::{PaintReport, ResourceTiming};
-pub use site::{Site, SiteFile};
+pub use site::{OrderCheck, OutOfOrder, Site, SiteFile};
