@@ -23,4 +23,4 @@ pub use error::BrowserError;
 pub use load::{load_in_browser, BrowserLoad, BrowserOptions};
 pub use metrics::{PaintReport, ResourceTiming};
 pub use proxy::{Proxy, ProxyLog};
-pub use site::{Site, SiteFile};
+pub use site::{OrderCheck, OutOfOrder, Site, SiteFile};

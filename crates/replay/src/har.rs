@@ -32,11 +32,18 @@
 //!   else not if `_initiator_type` says a script inserted it; else whether it was requested
 //!   before the page's `onContentLoad`; and if that is not recorded either, every script
 //!   counts, as in \[PB\].
-//! - Discovery ([`Discovery`]): the page request first; the redirect chain hop by hop; then an
-//!   object whose recorded initiator (`_initiator` as a URL or as an object with `url`, or
-//!   `initiator.url`) is the URL of an earlier entry is requested when that entry completes;
-//!   every other object at its recorded start relative to the main document's recorded
-//!   completion (`startedDateTime` + `time`).
+//! - Discovery ([`Discovery`]): the page request first; the redirect chain hop by hop (each
+//!   document of the chain after the previous one, not after whatever entry was recorded
+//!   between them); then an object whose recorded initiator (`_initiator` as a URL or as an
+//!   object with `url`, or `initiator.url`) is the URL of an earlier entry is requested when
+//!   that entry completes; every other object at its recorded start relative to the main
+//!   document's recorded completion (`startedDateTime` + `time`).
+//! - Missing parent: an object whose recorded initiator is not an earlier entry (it is not in
+//!   the page, or its entry started later) falls back to the main document: requested when
+//!   the main document completes, or, if it started before the main document, at its recorded
+//!   time as if it had no initiator. Each fallback is a line in [`Page::warnings`]; it never
+//!   makes the page an error. With these rules every object's chain of parents reaches the
+//!   page request, so a client following [`Discovery`] requests every object.
 //!
 //! \[PB\]: PriorityBucket (Shi, Zhang, Liu; e-Energy 2020).
 
@@ -435,23 +442,42 @@ fn convert(har: Har, id: &str) -> Result<Page, HarError> {
     let mut by_url: HashMap<&str, usize> = HashMap::new();
     let mut main_document = None;
     let mut document_end = 0.0;
+    // The latest document of the redirect chain (or the page request).
+    let mut last_hop = 0;
+    let mut warnings = Vec::new();
     for (index, (started, size, entry)) in entries.iter().enumerate() {
         let offset_ms = started - first;
         let ty = entry.resource_type(offset_ms, on_content_load);
         let critical = critical_path.is_critical(ty, entry.status());
         let in_redirect_chain = main_document.is_none() && ty == ResourceType::Document;
+        // Made relative to the main document's completion below.
+        let timed = Discovery::AfterDocument(
+            Duration::try_from_secs_f64(offset_ms.max(0.0) / 1e3).unwrap_or_default(),
+        );
         let discovery = if index == 0 {
             Discovery::Document
         } else if in_redirect_chain {
-            Discovery::After { parent: index - 1 }
-        } else if let Some(&parent) = entry.initiator_url().and_then(|u| by_url.get(u)) {
-            Discovery::After { parent }
+            // Not `index - 1`: an entry recorded between two hops may itself wait for the
+            // main document, and the chain would never reach it.
+            Discovery::After { parent: last_hop }
+        } else if let Some(initiator) = entry.initiator_url() {
+            match by_url.get(initiator) {
+                Some(&parent) => Discovery::After { parent },
+                None => {
+                    warnings.push(format!(
+                        "{}: its recorded initiator {initiator} is not an earlier entry of the \
+                         page; discovered by the main document instead",
+                        entry.request.url
+                    ));
+                    main_document.map_or(timed, |parent| Discovery::After { parent })
+                }
+            }
         } else {
-            // Made relative to the main document's completion below.
-            Discovery::AfterDocument(
-                Duration::try_from_secs_f64(offset_ms.max(0.0) / 1e3).unwrap_or_default(),
-            )
+            timed
         };
+        if in_redirect_chain {
+            last_hop = index;
+        }
         if main_document.is_none()
             && ty == ResourceType::Document
             && entry.status().is_some_and(|s| (200..300).contains(&s))
@@ -488,11 +514,15 @@ fn convert(har: Har, id: &str) -> Result<Page, HarError> {
                 Discovery::AfterDocument(Duration::try_from_secs_f64(after).unwrap_or_default());
         }
     }
-    let main_document = main_document.unwrap_or(0);
+    let main_document = main_document.unwrap_or_else(|| {
+        warnings.push("no 2xx document: the first request is the main document".to_owned());
+        0
+    });
     Ok(Page {
         id: id.to_owned(),
         name,
         objects,
         main_document,
+        warnings,
     })
 }

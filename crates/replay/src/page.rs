@@ -13,8 +13,9 @@ use mpquic_sched::Urgency;
 pub enum Discovery {
     /// The page request itself: object 0, requested at time zero.
     Document,
-    /// When object `parent` (a lower index) has completed: its recorded initiator, or the
-    /// previous hop of the document's redirect chain.
+    /// When object `parent` (a lower index) has completed: its recorded initiator, the
+    /// previous hop of the document's redirect chain, or the main document when the recorded
+    /// initiator is not an earlier entry of the page.
     After {
         /// Index of the parent in [`Page::objects`].
         parent: usize,
@@ -59,6 +60,9 @@ pub struct Page {
     pub objects: Vec<PageObject>,
     /// Index of the main document (the first 2xx document; after any redirects).
     pub main_document: usize,
+    /// What the reader had to guess, one line each (a recorded initiator that is not in the
+    /// page, no 2xx document).
+    pub warnings: Vec<String>,
 }
 
 impl Page {
@@ -74,14 +78,23 @@ impl Page {
 
     /// Whether any object follows a recorded initiator (rather than a recorded time).
     pub fn has_initiator_graph(&self) -> bool {
-        self.objects
-            .iter()
-            .enumerate()
-            .any(|(i, o)| matches!(o.discovery, Discovery::After { parent } if !self.is_redirect_hop(parent, i)))
+        self.objects.iter().enumerate().any(|(i, o)| {
+            matches!(o.discovery, Discovery::After { .. })
+                && !self.is_redirect(i)
+                && i != self.main_document
+        })
     }
 
-    fn is_redirect_hop(&self, parent: usize, child: usize) -> bool {
-        child <= self.main_document && parent + 1 == child
+    /// Whether object `index` is a hop of the redirect chain before the main document (the
+    /// page request, or a document before the main one): a request the browser's navigation
+    /// makes, not a resource the page references.
+    pub fn is_redirect(&self, index: usize) -> bool {
+        index < self.main_document
+            && (index == 0
+                || self
+                    .objects
+                    .get(index)
+                    .is_some_and(|o| o.resource_type == ResourceType::Document))
     }
 
     /// For each object, the most urgent urgency among the objects requested because of it
@@ -212,6 +225,7 @@ mod tests {
                 object("pixel.gif", 5, ResourceType::Image, after(5)),
             ],
             main_document: 0,
+            warnings: Vec::new(),
         };
         assert_eq!(
             page.leads_to(),

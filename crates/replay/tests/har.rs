@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mpquic_h3_prio::ResourceType;
 use mpquic_replay::{har, Discovery, HarError};
 
 #[test]
@@ -192,4 +193,90 @@ fn the_bundled_pages_load() {
     // bing.com redirects to cn.bing.com.
     assert_eq!(bing.main_document, 1);
     assert_eq!(bing.objects[1].discovery, Discovery::After { parent: 0 });
+
+    // Firefox recorded aftonbladet.se's redirect with no content type: the page request is
+    // a hop of the chain whatever its type.
+    let aftonbladet = har::load(&dir.join("aftonbladet.se.har")).unwrap();
+    assert_eq!(aftonbladet.main_document, 1);
+    assert_ne!(aftonbladet.objects[0].resource_type, ResourceType::Document);
+    assert!(aftonbladet.is_redirect(0) && !aftonbladet.is_redirect(1));
+}
+
+/// `orphans.har`: a request recorded between two redirect hops, and initiators that are not
+/// earlier entries: the next hop waits for the previous hop, the orphans for the main
+/// document, with a warning each.
+#[test]
+fn hops_follow_hops_and_a_missing_or_later_initiator_falls_back_to_the_document() {
+    let page = har::parse(include_str!("orphans.har"), "o").unwrap();
+    assert_eq!(page.main_document, 2);
+    let discovery: Vec<_> = page.objects.iter().map(|o| o.discovery).collect();
+    assert_eq!(
+        discovery,
+        [
+            Discovery::Document,
+            Discovery::AfterDocument(Duration::ZERO),
+            // The hop after the previous hop, not after the favicon recorded between them.
+            Discovery::After { parent: 0 },
+            Discovery::After { parent: 2 },
+            // Its initiator's entry started later: the document instead.
+            Discovery::After { parent: 2 },
+            Discovery::After { parent: 2 },
+        ]
+    );
+    assert_eq!(page.warnings.len(), 2, "{:?}", page.warnings);
+    assert!(page.warnings[0].contains("https://www.a.test/x.js"));
+    assert!(page.warnings[0].contains("not-recorded.js"));
+    assert!(page.warnings[1].contains("https://www.a.test/early.css"));
+    assert!(page.is_redirect(0));
+    assert!(!page.is_redirect(1) && !page.is_redirect(2));
+    assert_eq!(unreachable(&page), Vec::<usize>::new());
+}
+
+/// The objects a client following [`Discovery`] never requests: object 0 first; an object
+/// after its parent; a timed one after the main document.
+fn unreachable(page: &mpquic_replay::Page) -> Vec<usize> {
+    let n = page.objects.len();
+    let mut reached = vec![false; n];
+    reached[0] = true;
+    loop {
+        let mut changed = false;
+        for i in 0..n {
+            let by = match page.objects[i].discovery {
+                Discovery::Document => i == 0,
+                Discovery::After { parent } => parent < i && reached[parent],
+                Discovery::AfterDocument(_) => reached[page.main_document],
+            };
+            if by && !reached[i] {
+                reached[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (0..n).filter(|&i| !reached[i]).collect()
+}
+
+#[test]
+fn every_object_of_every_bundled_page_is_reachable_from_the_page_request() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pages");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "har"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 10,
+        "the bundled pages are in {}",
+        dir.display()
+    );
+    for file in files {
+        let page = har::load(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!(unreachable(&page), Vec::<usize>::new(), "{}", page.id);
+        for w in &page.warnings {
+            eprintln!("{}: {w}", page.id);
+        }
+    }
 }

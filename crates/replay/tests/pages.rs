@@ -55,3 +55,17 @@ async fn every_page_with_every_scheduler() {
         }
     }
 }
+
+/// `orphans.har` (a request recorded between two redirect hops, an initiator not in the page,
+/// one recorded after its child) loads completely: before the fallback the client stopped
+/// with "never requested: its parent is not in the page".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_with_orphans_loads_every_object() {
+    let page = har::parse(include_str!("orphans.har"), "o").unwrap();
+    let mut run = RunConfig::new("lrf", "pb-high").unwrap();
+    run.load.time_scale = 0.0;
+    run.load.timeout = Duration::from_secs(30);
+    let report = load_page(&page, &run).await.unwrap();
+    assert_eq!(report.objects.len(), page.objects.len());
+    assert_eq!(report.bytes, page.total_bytes());
+}
