@@ -10,8 +10,12 @@ pub const BEACON_PATH: &str = "/__mpquic/metrics";
 
 /// The script the page builder puts first in the document's `<head>`. It observes the largest
 /// contentful paint from the start, and once the page has loaded and painted (two frames after
-/// `load`, plus a quarter second for a last LCP candidate) posts a [`PaintReport`] as JSON.
-/// Times are the browser's, in milliseconds from the navigation's start.
+/// `load`, plus a quarter second for a last LCP candidate) and the browser's resource timing
+/// log lists every file the page is expected to fetch (requests that scripts make with
+/// `fetch()` do not hold `load` back, and the log lists a request only once its response has
+/// ended), posts a [`PaintReport`] as JSON. Should a file never come, it posts what it has
+/// after [`QUIET_MS`] without a new entry. Times are the browser's, in milliseconds from the
+/// navigation's start.
 pub const METRICS_SCRIPT: &str = r#"(function () {
   var lcp = null;
   try { performance.setResourceTimingBufferSize(100000); } catch (e) {}
@@ -39,17 +43,33 @@ pub const METRICS_SCRIPT: &str = r#"(function () {
     });
     fetch("__BEACON__", { method: "POST", body: body, keepalive: true });
   }
+  function whenComplete() {
+    var seen = -1, quiet = 0;
+    (function poll() {
+      var now = performance.getEntriesByType("resource").length;
+      quiet = now === seen ? quiet + 50 : 0;
+      seen = now;
+      if (now >= __EXPECTED__ || quiet >= __QUIET__) report(); else setTimeout(poll, 50);
+    })();
+  }
   addEventListener("load", function () {
     requestAnimationFrame(function () {
-      requestAnimationFrame(function () { setTimeout(report, 250); });
+      requestAnimationFrame(function () { setTimeout(whenComplete, 250); });
     });
   });
 })();"#;
 
-/// [`METRICS_SCRIPT`] with the beacon's path filled in: what goes inside the document's first
-/// `<script>` element.
-pub fn metrics_script() -> String {
-    METRICS_SCRIPT.replace("__BEACON__", BEACON_PATH)
+/// How long the metrics script waits, after `load`, for a resource timing entry that does not
+/// come before it reports without it.
+pub const QUIET_MS: u32 = 3000;
+
+/// [`METRICS_SCRIPT`] for a page whose main document's resource timing log should list
+/// `expected` files: what goes inside the document's first `<script>` element.
+pub fn metrics_script(expected: usize) -> String {
+    METRICS_SCRIPT
+        .replace("__BEACON__", BEACON_PATH)
+        .replace("__EXPECTED__", &expected.to_string())
+        .replace("__QUIET__", &QUIET_MS.to_string())
 }
 
 /// What the browser reported for one page load. Times are milliseconds from the start of the
@@ -103,9 +123,12 @@ mod tests {
 
     #[test]
     fn the_script_posts_to_the_beacon_path() {
-        let script = metrics_script();
+        let script = metrics_script(17);
         assert!(script.contains(&format!("fetch(\"{BEACON_PATH}\"")));
-        assert!(!script.contains("__BEACON__"));
+        assert!(script.contains("now >= 17 || quiet >= 3000"));
+        for placeholder in ["__BEACON__", "__EXPECTED__", "__QUIET__"] {
+            assert!(!script.contains(placeholder));
+        }
     }
 
     #[test]

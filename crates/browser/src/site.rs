@@ -33,14 +33,15 @@
 //!   all three in `<head>`; in `<body>`, a non-blocking script by `<script async src>` (the
 //!   recording cannot tell `defer` from `async`: Chrome gives both the same priority), an
 //!   image by `<img src width height>`, a document by `<iframe src>`, anything else by an
-//!   inline `fetch(url, {mode: "no-cors"})`.
+//!   inline `fetch(url)` whose body is read (Chrome lists a fetch in the resource timing log
+//!   only once its body has been consumed; the proxy allows every origin, so CORS passes).
 //! - A stylesheet references a stylesheet by `@import`, a font by `@font-face` and a rule that
 //!   gives an element of the document the stylesheet applies in that family (so the browser
 //!   lays out text in it and fetches it), its images as the layers of one `background-image`
 //!   (every layer loads) on an element of that document. The document holds those elements.
 //! - A script, when it runs, inserts a `<script>` for a script, a `<link rel=stylesheet>` for
 //!   a stylesheet and an `<iframe>` for a document, sets `new Image().src` for an image, loads
-//!   a `FontFace` for a font, and calls `fetch(url, {mode: "no-cors"})` for anything else
+//!   a `FontFace` for a font, and calls `fetch(url)` and reads the body for anything else
 //!   (fetch, XHR, beacons, media, other).
 //! - The main document's `<head>` begins with `<meta charset=utf-8>` and the metrics script
 //!   ([`metrics_script`]). Documents show the page's title (the frame's URL in an iframe) as a
@@ -560,6 +561,14 @@ impl Plan {
         (content_type, Bytes::from(body))
     }
 
+    /// How many files document `doc`'s resource timing log lists: those fetched in it, not in
+    /// an iframe of it, the document itself aside.
+    fn logged_by(&self, doc: usize) -> usize {
+        (0..self.urls.len())
+            .filter(|&j| j != doc && self.urls[j].is_some() && self.document.get(j) == Some(&doc))
+            .count()
+    }
+
     fn url(&self, i: usize) -> String {
         self.urls.get(i).cloned().flatten().unwrap_or_default()
     }
@@ -573,7 +582,7 @@ impl Plan {
             let _ = write!(
                 head,
                 "<script>{}</script><link rel=icon href=\"data:,\">",
-                metrics_script()
+                metrics_script(self.logged_by(i))
             );
         }
         let _ = write!(head, "<title>{title}</title><style>{STYLE}</style>");
@@ -599,7 +608,7 @@ impl Plan {
                 }
                 _ => write!(
                     body,
-                    "<script>fetch({},{{mode:\"no-cors\"}}).catch(function(){{}})</script>",
+                    "<script>fetch({}).then(function(r){{return r.arrayBuffer()}}).catch(function(){{}})</script>",
                     js_string(&self.url(c))
                 ),
             };
@@ -725,7 +734,7 @@ const JS_HELPERS: [(&str, &str); 6] = [
     ),
     (
         "get",
-        "function get(u){fetch(u,{mode:\"no-cors\"}).catch(function(){})}\n",
+        "function get(u){fetch(u).then(function(r){return r.arrayBuffer()}).catch(function(){})}\n",
     ),
 ];
 

@@ -75,3 +75,26 @@ async fn chromium_loads_the_same_page_over_plain_quinn() {
     assert!(load.paint.fcp_ms.is_some(), "{:?}", load.paint);
     assert_eq!(load.proxy.forwarded, 3, "{:?}", load.proxy);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
+async fn chromium_requests_a_recorded_page_in_the_recording_s_dependency_order() {
+    let chromium = Chromium::find().expect("a Chromium binary");
+    // google.com's home page as Chrome recorded it: 20 objects, 13 with recorded initiators.
+    let har = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../pages/google.com-2021.har"
+    );
+    let page = har::load(std::path::Path::new(har)).unwrap();
+    let site = Arc::new(Site::build(&page));
+    let run = RunConfig::new("priority-bucket", "pb-high").unwrap();
+    let load = load_in_browser(&site, &run, &chromium, &BrowserOptions::default())
+        .await
+        .unwrap();
+    let order = site.check_order(&load.paint.resources);
+    assert!(order.ok(), "{order:#?}\n{:?}", load.proxy);
+    // The check compared real dependencies, not an empty log.
+    assert_eq!(order.requested, order.expected, "{order:#?}");
+    assert!(order.ordered > 0, "{order:#?}");
+    assert!(load.proxy.unknown.is_empty(), "{:?}", load.proxy.unknown);
+}

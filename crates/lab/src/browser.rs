@@ -84,6 +84,13 @@ pub struct BrowserRecord {
     pub frt_ms: Option<f64>,
     /// Objects the browser asked for that the page does not have.
     pub unknown: usize,
+    /// The browser's request log against the built page ([`Site::check_order`]): files it
+    /// never requested, requested more than once, or before their parent had arrived.
+    pub missing: usize,
+    /// Files requested more than once.
+    pub repeated: usize,
+    /// Files requested before the file that references them had arrived.
+    pub out_of_order: usize,
     /// Why the load failed, if it did.
     pub error: Option<String>,
 }
@@ -103,12 +110,19 @@ impl BrowserRecord {
             load_ms: None,
             frt_ms: None,
             unknown: 0,
+            missing: 0,
+            repeated: 0,
+            out_of_order: 0,
             error: None,
         }
     }
 
-    fn browser(mut self, load: &BrowserLoad) -> Self {
+    fn browser(mut self, load: &BrowserLoad, site: &Site) -> Self {
         let paint = &load.paint;
+        let order = site.check_order(&paint.resources);
+        self.missing = order.missing.len();
+        self.repeated = order.repeated.len();
+        self.out_of_order = order.out_of_order.len();
         self.first_paint_ms = paint.first_paint_ms;
         self.fcp_ms = paint.fcp_ms;
         self.lcp_ms = paint.lcp_ms;
@@ -231,7 +245,7 @@ async fn both_clients(
     };
     let mut browser = BrowserRecord::new(scenario, &page.label, row, rep, "chromium");
     match load_in_browser(site, run, chromium, &options).await {
-        Ok(load) => browser = browser.browser(&load),
+        Ok(load) => browser = browser.browser(&load, site),
         Err(e) => browser.error = Some(e.to_string()),
     }
     let mut replay = BrowserRecord::new(scenario, &page.label, row, rep, "replay");
@@ -289,10 +303,20 @@ fn render_report(records: &[BrowserRecord], rows: &[String]) -> String {
             ("replay FRT", "replay", |r| r.frt_ms),
             ("replay PLT", "replay", |r| r.load_ms),
         ];
-        let failed = records
-            .iter()
-            .filter(|r| r.scenario == scenario && r.page == page && r.error.is_some())
-            .count();
+        let in_cell = || {
+            records
+                .iter()
+                .filter(move |r| r.scenario == scenario && r.page == page)
+        };
+        let failed = in_cell().filter(|r| r.error.is_some()).count();
+        let browser_loads = in_cell().filter(|r| r.client == "chromium" && r.error.is_none());
+        let (mut unknown, mut missing, mut repeated, mut out_of_order) = (0, 0, 0, 0);
+        for r in browser_loads {
+            unknown += r.unknown;
+            missing += r.missing;
+            repeated += r.repeated;
+            out_of_order += r.out_of_order;
+        }
         let _ = write!(out, "\n## {page} in {scenario}\n\n```\n{:<16}", "row");
         for (name, _, _) in &columns {
             let _ = write!(out, " {name:>CELL$} {:>RED$}", "vs lrf");
@@ -311,9 +335,14 @@ fn render_report(records: &[BrowserRecord], rows: &[String]) -> String {
             }
         }
         let _ = writeln!(out, "\n```\n");
-        if failed > 0 {
-            let _ = writeln!(out, "{failed} loads failed (see raw.jsonl).");
-        }
+        let _ = writeln!(
+            out,
+            "Browser request logs against the built page, over all its loads: {unknown} \
+             requests for objects the page lacks, {missing} files never requested, {repeated} \
+             requested twice, {out_of_order} requested before their parent had arrived. \
+             {failed} loads failed{}.",
+            if failed > 0 { " (see raw.jsonl)" } else { "" }
+        );
     }
     out
 }
