@@ -33,15 +33,21 @@
 //!   all three in `<head>`; in `<body>`, a non-blocking script by `<script async src>` (the
 //!   recording cannot tell `defer` from `async`: Chrome gives both the same priority), an
 //!   image by `<img src width height>`, a document by `<iframe src>`, anything else by an
-//!   inline `fetch(url, {mode: "no-cors"})`.
+//!   inline script's fetch (below).
 //! - A stylesheet references a stylesheet by `@import`, a font by `@font-face` and a rule that
 //!   gives an element of the document the stylesheet applies in that family (so the browser
 //!   lays out text in it and fetches it), its images as the layers of one `background-image`
 //!   (every layer loads) on an element of that document. The document holds those elements.
 //! - A script, when it runs, inserts a `<script>` for a script, a `<link rel=stylesheet>` for
 //!   a stylesheet and an `<iframe>` for a document, sets `new Image().src` for an image, loads
-//!   a `FontFace` for a font, and calls `fetch(url, {mode: "no-cors"})` for anything else
-//!   (fetch, XHR, beacons, media, other).
+//!   a `FontFace` for a font, and fetches anything else (fetch, XHR, beacons, media, other).
+//! - A fetch is `fetch(url, {mode: "cors", credentials: "omit"})` whose body the script reads:
+//!   Chrome lists a fetch in its request log only once the body has been read, and blocks a
+//!   `no-cors` response of HTML, JSON or XML from another origin (opaque response blocking),
+//!   which then never appears there (seen with Chromium 156). A plain GET without credentials
+//!   needs no preflight; whoever serves the files must answer `Access-Control-Allow-Origin: *`
+//!   (web fonts are CORS requests anyway), or cross-origin fetches and fonts fail after their
+//!   request.
 //! - The main document's `<head>` begins with `<meta charset=utf-8>` and the metrics script
 //!   ([`metrics_script`]). Documents show the page's title (the frame's URL in an iframe) as a
 //!   heading, then filler paragraphs, so a screenshot shows text; images have a background
@@ -599,7 +605,7 @@ impl Plan {
                 }
                 _ => write!(
                     body,
-                    "<script>fetch({},{{mode:\"no-cors\"}}).catch(function(){{}})</script>",
+                    "<script>fetch({},{{mode:\"cors\",credentials:\"omit\"}}).then(function(r){{return r.arrayBuffer()}}).catch(function(){{}})</script>",
                     js_string(&self.url(c))
                 ),
             };
@@ -725,7 +731,7 @@ const JS_HELPERS: [(&str, &str); 6] = [
     ),
     (
         "get",
-        "function get(u){fetch(u,{mode:\"no-cors\"}).catch(function(){})}\n",
+        "function get(u){fetch(u,{mode:\"cors\",credentials:\"omit\"}).then(function(r){return r.arrayBuffer()}).catch(function(){})}\n",
     ),
 ];
 
