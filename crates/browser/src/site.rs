@@ -522,23 +522,28 @@ impl Plan {
                     head.into_bytes(),
                     tail,
                     Filler::Text,
-                    "text/html; charset=utf-8",
+                    Some("text/html; charset=utf-8"),
                 )
             }
-            ResourceType::Stylesheet => (self.css(i).into_bytes(), "", Filler::Comment, "text/css"),
+            ResourceType::Stylesheet => (
+                self.css(i).into_bytes(),
+                "",
+                Filler::Comment,
+                Some("text/css"),
+            ),
             ResourceType::Script { .. } => (
                 self.js(i).into_bytes(),
                 "",
                 Filler::Comment,
-                "text/javascript",
+                Some("text/javascript"),
             ),
             ResourceType::Image if is_svg(&object.content_type) => {
-                (SVG.to_vec(), "", Filler::Spaces, "image/svg+xml")
+                (SVG.to_vec(), "", Filler::Spaces, None)
             }
-            ResourceType::Image => (GIF.to_vec(), "", Filler::Zeros, "image/gif"),
-            _ => (Vec::new(), "", Filler::Zeros, "application/octet-stream"),
+            ResourceType::Image => (GIF.to_vec(), "", Filler::Zeros, None),
+            _ => (Vec::new(), "", Filler::Zeros, None),
         };
-        let content_type = content_type(object, kind, references, canonical, &url, warnings);
+        let content_type = content_type(object, canonical, references, &url, warnings);
         let filler = match filler {
             Filler::Zeros if is_textual(&content_type) => Filler::Spaces,
             other => other,
@@ -888,12 +893,13 @@ fn can_reference(parent: ResourceType, child: ResourceType) -> bool {
     }
 }
 
-/// The served content type of `object` built as `kind`.
+/// The served content type of `object`: the recorded one, or `canonical` (the type of the
+/// kind it is built as, for a document, stylesheet or script) when it references others and
+/// the recorded type would not let the browser read them.
 fn content_type(
     object: &PageObject,
-    kind: ResourceType,
+    canonical: Option<&str>,
     references: bool,
-    canonical: &str,
     url: &str,
     warnings: &mut Vec<String>,
 ) -> String {
@@ -903,25 +909,31 @@ fn content_type(
             .bytes()
             .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
     // A document must be text/html: served as XHTML it would be parsed as XML.
-    let same_kind = match (ResourceType::from_mime(recorded), kind) {
-        (_, ResourceType::Document) => essence(recorded) == "text/html",
-        (Some(ResourceType::Script { .. }), ResourceType::Script { .. }) => true,
-        (t, k) => t == Some(k),
+    let readable = |canonical: &str| {
+        let wanted = essence(canonical);
+        match ResourceType::from_mime(recorded) {
+            _ if wanted == "text/html" => essence(recorded) == wanted,
+            Some(ResourceType::Script { .. }) => wanted == "text/javascript",
+            Some(ResourceType::Stylesheet) => wanted == "text/css",
+            _ => false,
+        }
     };
-    if references && !same_kind {
-        warnings.push(format!(
-            "{url}: recorded as {recorded:?}, served as {canonical} so the browser reads its \
-             references"
-        ));
-        canonical.to_owned()
-    } else if !valid {
-        warnings.push(format!(
-            "{url}: recorded content type {recorded:?} is not a header value, served as \
-             application/octet-stream"
-        ));
-        "application/octet-stream".to_owned()
-    } else {
-        recorded.to_owned()
+    match canonical {
+        Some(canonical) if references && !readable(canonical) => {
+            warnings.push(format!(
+                "{url}: recorded as {recorded:?}, served as {canonical} so the browser reads \
+                 its references"
+            ));
+            canonical.to_owned()
+        }
+        _ if !valid => {
+            warnings.push(format!(
+                "{url}: recorded content type {recorded:?} is not a header value, served as \
+                 application/octet-stream"
+            ));
+            "application/octet-stream".to_owned()
+        }
+        _ => recorded.to_owned(),
     }
 }
 
