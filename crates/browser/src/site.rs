@@ -33,16 +33,21 @@
 //!   all three in `<head>`; in `<body>`, a non-blocking script by `<script async src>` (the
 //!   recording cannot tell `defer` from `async`: Chrome gives both the same priority), an
 //!   image by `<img src width height>`, a document by `<iframe src>`, anything else by an
-//!   inline `fetch(url)` whose body is read (Chrome lists a fetch in the resource timing log
-//!   only once its body has been consumed; the proxy allows every origin, so CORS passes).
+//!   inline script's fetch (below).
 //! - A stylesheet references a stylesheet by `@import`, a font by `@font-face` and a rule that
 //!   gives an element of the document the stylesheet applies in that family (so the browser
 //!   lays out text in it and fetches it), its images as the layers of one `background-image`
 //!   (every layer loads) on an element of that document. The document holds those elements.
 //! - A script, when it runs, inserts a `<script>` for a script, a `<link rel=stylesheet>` for
 //!   a stylesheet and an `<iframe>` for a document, sets `new Image().src` for an image, loads
-//!   a `FontFace` for a font, and calls `fetch(url)` and reads the body for anything else
-//!   (fetch, XHR, beacons, media, other).
+//!   a `FontFace` for a font, and fetches anything else (fetch, XHR, beacons, media, other).
+//! - A fetch is `fetch(url, {mode: "cors", credentials: "omit"})` whose body the script reads:
+//!   Chrome lists a fetch in its request log only once the body has been read, and blocks a
+//!   `no-cors` response of HTML, JSON or XML from another origin (opaque response blocking),
+//!   which then never appears there (seen with Chromium 156). A plain GET without credentials
+//!   needs no preflight; whoever serves the files must answer `Access-Control-Allow-Origin: *`
+//!   (web fonts are CORS requests anyway), or cross-origin fetches and fonts fail after their
+//!   request.
 //! - The main document's `<head>` begins with `<meta charset=utf-8>` and the metrics script
 //!   ([`metrics_script`]). Documents show the page's title (the frame's URL in an iframe) as a
 //!   heading, then filler paragraphs, so a screenshot shows text; images have a background
@@ -517,23 +522,28 @@ impl Plan {
                     head.into_bytes(),
                     tail,
                     Filler::Text,
-                    "text/html; charset=utf-8",
+                    Some("text/html; charset=utf-8"),
                 )
             }
-            ResourceType::Stylesheet => (self.css(i).into_bytes(), "", Filler::Comment, "text/css"),
+            ResourceType::Stylesheet => (
+                self.css(i).into_bytes(),
+                "",
+                Filler::Comment,
+                Some("text/css"),
+            ),
             ResourceType::Script { .. } => (
                 self.js(i).into_bytes(),
                 "",
                 Filler::Comment,
-                "text/javascript",
+                Some("text/javascript"),
             ),
             ResourceType::Image if is_svg(&object.content_type) => {
-                (SVG.to_vec(), "", Filler::Spaces, "image/svg+xml")
+                (SVG.to_vec(), "", Filler::Spaces, None)
             }
-            ResourceType::Image => (GIF.to_vec(), "", Filler::Zeros, "image/gif"),
-            _ => (Vec::new(), "", Filler::Zeros, "application/octet-stream"),
+            ResourceType::Image => (GIF.to_vec(), "", Filler::Zeros, None),
+            _ => (Vec::new(), "", Filler::Zeros, None),
         };
-        let content_type = content_type(object, kind, references, canonical, &url, warnings);
+        let content_type = content_type(object, canonical, references, &url, warnings);
         let filler = match filler {
             Filler::Zeros if is_textual(&content_type) => Filler::Spaces,
             other => other,
@@ -608,7 +618,7 @@ impl Plan {
                 }
                 _ => write!(
                     body,
-                    "<script>fetch({}).then(function(r){{return r.arrayBuffer()}}).catch(function(){{}})</script>",
+                    "<script>fetch({},{{mode:\"cors\",credentials:\"omit\"}}).then(function(r){{return r.arrayBuffer()}}).catch(function(){{}})</script>",
                     js_string(&self.url(c))
                 ),
             };
@@ -734,7 +744,7 @@ const JS_HELPERS: [(&str, &str); 6] = [
     ),
     (
         "get",
-        "function get(u){fetch(u).then(function(r){return r.arrayBuffer()}).catch(function(){})}\n",
+        "function get(u){fetch(u,{mode:\"cors\",credentials:\"omit\"}).then(function(r){return r.arrayBuffer()}).catch(function(){})}\n",
     ),
 ];
 
@@ -891,12 +901,13 @@ fn can_reference(parent: ResourceType, child: ResourceType) -> bool {
     }
 }
 
-/// The served content type of `object` built as `kind`.
+/// The served content type of `object`: the recorded one, or `canonical` (the type of the
+/// kind it is built as, for a document, stylesheet or script) when it references others and
+/// the recorded type would not let the browser read them.
 fn content_type(
     object: &PageObject,
-    kind: ResourceType,
+    canonical: Option<&str>,
     references: bool,
-    canonical: &str,
     url: &str,
     warnings: &mut Vec<String>,
 ) -> String {
@@ -906,25 +917,31 @@ fn content_type(
             .bytes()
             .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
     // A document must be text/html: served as XHTML it would be parsed as XML.
-    let same_kind = match (ResourceType::from_mime(recorded), kind) {
-        (_, ResourceType::Document) => essence(recorded) == "text/html",
-        (Some(ResourceType::Script { .. }), ResourceType::Script { .. }) => true,
-        (t, k) => t == Some(k),
+    let readable = |canonical: &str| {
+        let wanted = essence(canonical);
+        match ResourceType::from_mime(recorded) {
+            _ if wanted == "text/html" => essence(recorded) == wanted,
+            Some(ResourceType::Script { .. }) => wanted == "text/javascript",
+            Some(ResourceType::Stylesheet) => wanted == "text/css",
+            _ => false,
+        }
     };
-    if references && !same_kind {
-        warnings.push(format!(
-            "{url}: recorded as {recorded:?}, served as {canonical} so the browser reads its \
-             references"
-        ));
-        canonical.to_owned()
-    } else if !valid {
-        warnings.push(format!(
-            "{url}: recorded content type {recorded:?} is not a header value, served as \
-             application/octet-stream"
-        ));
-        "application/octet-stream".to_owned()
-    } else {
-        recorded.to_owned()
+    match canonical {
+        Some(canonical) if references && !readable(canonical) => {
+            warnings.push(format!(
+                "{url}: recorded as {recorded:?}, served as {canonical} so the browser reads \
+                 its references"
+            ));
+            canonical.to_owned()
+        }
+        _ if !valid => {
+            warnings.push(format!(
+                "{url}: recorded content type {recorded:?} is not a header value, served as \
+                 application/octet-stream"
+            ));
+            "application/octet-stream".to_owned()
+        }
+        _ => recorded.to_owned(),
     }
 }
 
