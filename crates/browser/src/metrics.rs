@@ -37,6 +37,8 @@ pub const METRICS_SCRIPT: &str = r#"(function () {
       first_paint_ms: paint["first-paint"] === undefined ? null : paint["first-paint"],
       fcp_ms: paint["first-contentful-paint"] === undefined ? null : paint["first-contentful-paint"],
       lcp_ms: lcp,
+      request_start_ms: nav.requestStart === undefined ? null : nav.requestStart,
+      document_end_ms: nav.responseEnd === undefined ? null : nav.responseEnd,
       dom_content_loaded_ms: nav.domContentLoadedEventEnd === undefined ? null : nav.domContentLoadedEventEnd,
       load_ms: nav.loadEventStart === undefined ? null : nav.loadEventStart,
       resources: resources
@@ -79,6 +81,11 @@ pub fn metrics_script(expected: usize) -> String {
 pub struct PaintReport {
     /// The document's URL as the browser saw it.
     pub url: String,
+    /// When the browser sent the document's request: what came before (starting a renderer,
+    /// the connection to the proxy) is the browser's, not the transport's.
+    pub request_start_ms: Option<f64>,
+    /// When the document's last byte arrived.
+    pub document_end_ms: Option<f64>,
     /// First paint.
     pub first_paint_ms: Option<f64>,
     /// First contentful paint (FCP).
@@ -134,7 +141,8 @@ mod tests {
     #[test]
     fn a_report_with_missing_paints_parses() {
         let report = PaintReport::parse(
-            br#"{"url":"https://a.test/","first_paint_ms":null,"fcp_ms":12.5,"lcp_ms":null,
+            br#"{"url":"https://a.test/","request_start_ms":3,"document_end_ms":8,
+                "first_paint_ms":null,"fcp_ms":12.5,"lcp_ms":null,
                 "dom_content_loaded_ms":40,"load_ms":90.25,
                 "resources":[{"url":"https://a.test/s.css","start_ms":5,"end_ms":9,"initiator":"link"}]}"#,
         )
