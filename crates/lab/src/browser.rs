@@ -7,7 +7,8 @@
 //! experiment), so drift in the machine's load spreads over every row and both clients. Each
 //! load appends one JSON line to `raw.jsonl` under the output directory (default
 //! `target/browser/`); `report.md` has, per scenario and page, each row's FCP, LCP and load
-//! (mean ± sd) with the reduction against lrf, and the replay client's FRT and PLT.
+//! (mean ± sd) with the reduction against lrf, and the replay client's FRT and PLT, and per page
+//! the experiment's bar charts (`bars-{page}.svg`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -21,6 +22,8 @@ use mpquic_replay::{load_page, RunConfig, Transport};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::pages::{self, PageRef};
+use crate::experiment::plot;
+use crate::experiment::report::file_name;
 use crate::stats::Summary;
 use crate::table::{reduction, summary_cell, CELL, RED};
 use crate::Failure;
@@ -55,6 +58,10 @@ pub struct BrowserArgs {
     /// Output directory (default: target/browser).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Load nothing: write the report and charts from what raw.jsonl already holds for these
+    /// pages, rows and scenarios.
+    #[arg(long)]
+    report_only: bool,
 }
 
 /// One load, as `raw.jsonl` holds it.
@@ -181,24 +188,50 @@ pub fn browser(args: &BrowserArgs) -> Result<(), Failure> {
             run_config(row, scenario, timeout)?;
         }
     }
+    let raw = out.join("raw.jsonl");
+    let records = if args.report_only {
+        recorded(&raw, &pages, &rows, &scenarios)?
+    } else {
+        measure(args, &raw, &pages, &rows, &scenarios, timeout)?
+    };
+    let mut report = render_report(&records, &rows);
+    for (page, file) in charts(&records, &rows, &scenarios, &pages, &out)? {
+        let _ = write!(report, "\n![{page}]({file})\n");
+    }
+    let path = out.join("report.md");
+    std::fs::write(&path, &report)
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", path.display())))?;
+    println!("{report}");
+    println!("raw loads: {}; report: {}", raw.display(), path.display());
+    Ok(())
+}
+
+/// Loads every cell `args.reps` times with both clients, appending each load to `raw`.
+fn measure(
+    args: &BrowserArgs,
+    raw: &std::path::Path,
+    pages: &[PageRef],
+    rows: &[String],
+    scenarios: &[String],
+    timeout: Duration,
+) -> Result<Vec<BrowserRecord>, Failure> {
     let chromium = chromium()?;
     let runtime = runtime()?;
-    let raw = out.join("raw.jsonl");
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&raw)
+        .open(raw)
         .map_err(|e| Failure::Experiment(format!("{}: {e}", raw.display())))?;
     let started = Instant::now();
     let mut records = Vec::new();
-    for scenario in &scenarios {
-        for page in &pages {
+    for scenario in scenarios {
+        for page in pages {
             let site = Arc::new(Site::build(&page.page));
             for warning in &site.warnings {
                 eprintln!("{}: {warning}", page.label);
             }
             for rep in 0..args.reps {
-                for row in &rows {
+                for row in rows {
                     let run = run_config(row, scenario, timeout)?;
                     for record in
                         runtime.block_on(both_clients(page, &site, &run, row, rep, &chromium))
@@ -224,13 +257,34 @@ pub fn browser(args: &BrowserArgs) -> Result<(), Failure> {
             );
         }
     }
-    let report = render_report(&records, &rows);
-    let path = out.join("report.md");
-    std::fs::write(&path, &report)
-        .map_err(|e| Failure::Experiment(format!("{}: {e}", path.display())))?;
-    println!("{report}");
-    println!("raw loads: {}; report: {}", raw.display(), path.display());
-    Ok(())
+    Ok(records)
+}
+
+/// The loads `raw` holds for these pages, rows and scenarios.
+fn recorded(
+    raw: &std::path::Path,
+    pages: &[PageRef],
+    rows: &[String],
+    scenarios: &[String],
+) -> Result<Vec<BrowserRecord>, Failure> {
+    let text = std::fs::read_to_string(raw)
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", raw.display())))?;
+    let mut records = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let record: BrowserRecord = serde_json::from_str(line)
+            .map_err(|e| Failure::Experiment(format!("{} line {}: {e}", raw.display(), n + 1)))?;
+        if pages.iter().any(|p| p.label == record.page)
+            && rows.contains(&record.row)
+            && scenarios.contains(&record.scenario)
+        {
+            records.push(record);
+        }
+    }
+    Ok(records)
 }
 
 /// One load in the browser and one with the replay client, for the same cell.
@@ -292,21 +346,11 @@ fn render_report(records: &[BrowserRecord], rows: &[String]) -> String {
         .collect();
     cells.dedup();
     for (scenario, page) in cells {
-        let metric = |row: &str, client: &str, f: Metric| {
-            let values: Vec<f64> = records
-                .iter()
-                .filter(|r| {
-                    r.scenario == scenario && r.page == page && r.row == row && r.client == client
-                })
-                .filter_map(f)
-                .collect();
-            Summary::of(&values)
-        };
+        let metric =
+            |row: &str, client: &str, f: Metric| summary(records, (scenario, page, row, client), f);
         let columns: [(&str, &str, Metric); 6] = [
             ("FCP", "chromium", |r| r.fcp_ms),
-            ("FCP - request", "chromium", |r| {
-                Some(r.fcp_ms? - r.request_start_ms?)
-            }),
+            ("FCP - request", "chromium", fcp_from_request),
             ("LCP", "chromium", |r| r.lcp_ms),
             ("load", "chromium", |r| r.load_ms),
             ("replay FRT", "replay", |r| r.frt_ms),
@@ -354,6 +398,73 @@ fn render_report(records: &[BrowserRecord], rows: &[String]) -> String {
         );
     }
     out
+}
+
+/// The mean and sd of `metric` over the loads of one cell, row and client.
+fn summary(
+    records: &[BrowserRecord],
+    (scenario, page, row, client): (&str, &str, &str, &str),
+    metric: Metric,
+) -> Option<Summary> {
+    let values: Vec<f64> = records
+        .iter()
+        .filter(|r| r.scenario == scenario && r.page == page && r.row == row && r.client == client)
+        .filter_map(metric)
+        .collect();
+    Summary::of(&values)
+}
+
+/// Per page, the experiment's grouped bars (scenarios along x, one bar per row, sd as error
+/// bars): the browser's FCP from the document request and `load`, the replay client's FRT and
+/// PLT. Returns (page, file name) of each chart written under `out`.
+fn charts(
+    records: &[BrowserRecord],
+    rows: &[String],
+    scenarios: &[String],
+    pages: &[PageRef],
+    out: &std::path::Path,
+) -> Result<Vec<(String, String)>, Failure> {
+    let mut written = Vec::new();
+    for page in pages {
+        let values = |client: &str, metric: Metric| -> Vec<Vec<Option<(f64, f64)>>> {
+            scenarios
+                .iter()
+                .map(|scenario| {
+                    rows.iter()
+                        .map(|row| {
+                            summary(records, (scenario, &page.label, row, client), metric)
+                                .map(|s| (s.mean, s.sd))
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let name = format!("bars-{}.svg", file_name(&page.label));
+        let file = out.join(&name);
+        plot::bars(
+            &file,
+            &format!("{} in headless Chromium and the replay client", page.label),
+            scenarios,
+            rows,
+            &[
+                (
+                    "Chromium FCP from the request (ms)",
+                    values("chromium", fcp_from_request),
+                ),
+                ("replay FRT (ms)", values("replay", |r| r.frt_ms)),
+                ("Chromium load (ms)", values("chromium", |r| r.load_ms)),
+                ("replay PLT (ms)", values("replay", |r| r.load_ms)),
+            ],
+        )
+        .map_err(|e| Failure::Experiment(format!("{}: {e}", file.display())))?;
+        written.push((page.label.clone(), name));
+    }
+    Ok(written)
+}
+
+/// FCP counted from the browser's request for the document, as the replay client counts.
+fn fcp_from_request(r: &BrowserRecord) -> Option<f64> {
+    Some(r.fcp_ms? - r.request_start_ms?)
 }
 
 /// `cargo xtask demo --browser`: `page` in Chromium over pb-high with priority-bucket and lrf,

@@ -17,9 +17,9 @@
 //! per scenario and page.
 
 pub(crate) mod pages;
-mod plot;
+pub(crate) mod plot;
 mod raw;
-mod report;
+pub(crate) mod report;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};

@@ -657,7 +657,7 @@ pub fn machine() -> String {
     format!("{cores} cores ({cpu}), Linux {kernel}")
 }
 
-fn file_name(s: &str) -> String {
+pub(crate) fn file_name(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
