@@ -15,8 +15,18 @@ pub enum BrowserError {
     #[error("chromium: {0}")]
     Chromium(String),
     /// The page did not report its metrics in time.
-    #[error("the page reported no metrics within {0:?}")]
-    NoReport(Duration),
+    #[error(
+        "the page reported no metrics within {timeout:?} ({forwarded} requests forwarded); \
+         the browser's last lines: {browser}"
+    )]
+    NoReport {
+        /// How long the load waited.
+        timeout: Duration,
+        /// Requests the proxy had forwarded by then.
+        forwarded: u64,
+        /// The end of the browser's own log.
+        browser: String,
+    },
     /// Setting up the page server, the links or the connection failed.
     #[error(transparent)]
     Run(#[from] mpquic_replay::RunError),

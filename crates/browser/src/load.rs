@@ -135,11 +135,14 @@ async fn through_proxy(
     let report = proxy.report(options.timeout).await;
     let tail = browser.log_tail();
     browser.close().await;
-    let Some(report) = report else {
-        tracing::debug!(tail, "no report");
-        return Err(BrowserError::NoReport(options.timeout));
-    };
     let log = proxy.log();
+    let Some(report) = report else {
+        return Err(BrowserError::NoReport {
+            timeout: options.timeout,
+            forwarded: log.forwarded,
+            browser: tail,
+        });
+    };
     if let Some(png) = &options.screenshot {
         chromium
             .screenshot(
