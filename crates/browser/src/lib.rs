@@ -20,7 +20,7 @@ pub mod site;
 
 pub use chromium::{Browser, Chromium, Window};
 pub use error::BrowserError;
-pub use load::{load_in_browser, BrowserLoad, BrowserOptions};
+pub use load::{load_direct_in_browser, load_in_browser, page_server, BrowserLoad, BrowserOptions};
 pub use metrics::{PaintReport, ResourceTiming};
 pub use proxy::{Proxy, ProxyLog};
 pub use site::{OrderCheck, OutOfOrder, Site, SiteFile};

@@ -3,13 +3,15 @@
 //! browser's own metrics back.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_core::h3::H3Connection;
 use mpquic_replay::{Connected, LinkDrops, Links, LocalServer, PageServer, RunConfig};
-use serde::Serialize;
+use rustls::pki_types::CertificateDer;
+use serde::{Deserialize, Serialize};
 
 use crate::chromium::{Chromium, Window};
 use crate::error::BrowserError;
@@ -43,7 +45,7 @@ impl Default for BrowserOptions {
 }
 
 /// What one browser load measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BrowserLoad {
     /// The page's id.
     pub page: String,
@@ -67,8 +69,8 @@ pub struct BrowserLoad {
 
 /// Loads `site` once in headless Chromium over `run`'s transport and emulated links on
 /// loopback: a page server with the site's files ([`LocalServer`]), a relay per path
-/// ([`Links`]), one connection ([`Connected`]), the [`Proxy`] on it, and the browser. Everything
-/// is torn down before it returns.
+/// ([`Links`]), and [`load_direct_in_browser`] through them. Everything is torn down before it
+/// returns.
 ///
 /// # Errors
 /// [`BrowserError`]: set-up failures, a browser that cannot start, or a page that reports no
@@ -79,38 +81,74 @@ pub async fn load_in_browser(
     chromium: &Chromium,
     options: &BrowserOptions,
 ) -> Result<BrowserLoad, BrowserError> {
-    let bodies = site.files.iter().map(|f| (f.key.clone(), f.body.clone()));
-    let server = PageServer::new(std::slice::from_ref(&site.page))
-        .map_err(mpquic_replay::RunError::from)?
-        .dependency_hints(run.dependency_hints)
-        .with_bodies(bodies);
+    let server = page_server(site, run)?;
     let server = LocalServer::start(server, run)?;
     let links = Links::start(run, server.addr())?;
-    let connected = Connected::open(run, &links.locals(), &links.fronts(), server.cert()).await?;
+    let mut load = load_direct_in_browser(
+        site,
+        run,
+        (&links.locals(), &links.fronts()),
+        server.cert(),
+        chromium,
+        options,
+    )
+    .await?;
+    load.link_drops = links.drops();
+    Ok(load)
+}
+
+/// A page server for `site`: its files' bodies, and `run`'s dependency hints.
+///
+/// # Errors
+/// [`BrowserError::Run`] when the page cannot be served.
+pub fn page_server(site: &Site, run: &RunConfig) -> Result<PageServer, BrowserError> {
+    let bodies = site.files.iter().map(|f| (f.key.clone(), f.body.clone()));
+    Ok(PageServer::new(std::slice::from_ref(&site.page))
+        .map_err(mpquic_replay::RunError::from)?
+        .dependency_hints(run.dependency_hints)
+        .with_bodies(bodies))
+}
+
+/// Loads `site` once in headless Chromium from a page server for it ([`page_server`]) reachable
+/// at `remotes`, path k leaving from `locals[k]` (`(locals, remotes)`), with no emulator of its
+/// own: inside the namespace testbed, the testbed's links are on the way. `link_drops` is left
+/// empty for the caller.
+///
+/// # Errors
+/// [`BrowserError`]: set-up failures, a browser that cannot start, or a page that reports no
+/// metrics within the timeout.
+pub async fn load_direct_in_browser(
+    site: &Arc<Site>,
+    run: &RunConfig,
+    (locals, remotes): (&[SocketAddr], &[SocketAddr]),
+    cert: CertificateDer<'static>,
+    chromium: &Chromium,
+    options: &BrowserOptions,
+) -> Result<BrowserLoad, BrowserError> {
+    let connected = Connected::open(run, locals, remotes, cert).await?;
     let outcome = through_proxy(site, &connected, chromium, options).await;
-    let per_path_bytes = match &connected {
-        Connected::Mpquic { conn, .. } => conn
-            .paths()
-            .iter()
-            .map(|p| (u64::from(p.id.0), p.bytes_received))
-            .collect(),
-        Connected::Quinn { .. } => BTreeMap::new(),
+    let (scheduler, per_path_bytes) = match &connected {
+        Connected::Mpquic { conn, .. } => (
+            conn.scheduler_name(),
+            conn.paths()
+                .iter()
+                .map(|p| (u64::from(p.id.0), p.bytes_received))
+                .collect(),
+        ),
+        Connected::Quinn { .. } => (run.transport.name().to_owned(), BTreeMap::new()),
     };
     connected.close();
     let (paint, proxy) = outcome?;
     Ok(BrowserLoad {
         page: site.page.id.clone(),
         transport: run.transport.name().to_owned(),
-        scheduler: match &connected {
-            Connected::Mpquic { conn, .. } => conn.scheduler_name(),
-            Connected::Quinn { .. } => run.transport.name().to_owned(),
-        },
+        scheduler,
         scenario: run.scenario.name.to_owned(),
         mode: run.mode.name().to_owned(),
         paint,
         proxy,
         per_path_bytes,
-        link_drops: links.drops(),
+        link_drops: BTreeMap::new(),
     })
 }
 

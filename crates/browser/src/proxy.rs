@@ -42,7 +42,7 @@ const BODY_PIECES: usize = 16;
 type Body = Either<Full<Bytes>, Channel<Bytes, std::io::Error>>;
 
 /// What the proxy saw, for the load's report.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProxyLog {
     /// Requests forwarded to the page server.
     pub forwarded: u64,

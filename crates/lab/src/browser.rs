@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use mpquic_browser::{load_in_browser, BrowserLoad, BrowserOptions, Chromium, Site};
-use mpquic_replay::{load_page, RunConfig, Transport};
+use mpquic_replay::{load_page, LoadReport, Mode, RunConfig, Transport};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::pages::{self, PageRef};
@@ -26,7 +26,7 @@ use crate::experiment::plot;
 use crate::experiment::report::file_name;
 use crate::stats::Summary;
 use crate::table::{reduction, summary_cell, CELL, RED};
-use crate::Failure;
+use crate::{bins, Failure};
 
 /// The rows of the issue: three schedulers and the plain-quinn baseline.
 pub const DEFAULT_ROWS: &[&str] = &["priority-bucket", "lrf", "sec", "quinn"];
@@ -59,9 +59,14 @@ pub struct BrowserArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Load nothing: write the report and charts from what raw.jsonl already holds for these
-    /// pages, rows and scenarios.
+    /// pages, rows, scenarios and mode.
     #[arg(long)]
     report_only: bool,
+    /// loopback (relays on 127.0.0.x, no root) or netns (root: the namespace testbed, with the
+    /// server and the browser or the replay client in their namespaces, each load one run of
+    /// `page_client`).
+    #[arg(long, default_value = "loopback")]
+    mode: Mode,
 }
 
 /// One load, as `raw.jsonl` holds it.
@@ -77,6 +82,8 @@ pub struct BrowserRecord {
     pub rep: u32,
     /// `chromium` or `replay`.
     pub client: String,
+    /// `loopback` or `netns`.
+    pub mode: String,
     /// When the browser sent the document's request (its own start-up before that).
     pub request_start_ms: Option<f64>,
     /// The browser's first paint.
@@ -105,13 +112,14 @@ pub struct BrowserRecord {
 }
 
 impl BrowserRecord {
-    fn new(scenario: &str, page: &str, row: &str, rep: u32, client: &str) -> Self {
+    fn new(run: &RunConfig, page: &str, row: &str, rep: u32, client: &str) -> Self {
         Self {
-            scenario: scenario.to_owned(),
+            scenario: run.scenario.name.to_owned(),
             page: page.to_owned(),
             row: row.to_owned(),
             rep,
             client: client.to_owned(),
+            mode: run.mode.name().to_owned(),
             request_start_ms: None,
             first_paint_ms: None,
             fcp_ms: None,
@@ -145,7 +153,12 @@ impl BrowserRecord {
 }
 
 /// The run configuration of `row` in `scenario`.
-fn run_config(row: &str, scenario: &str, timeout: Duration) -> Result<RunConfig, Failure> {
+fn run_config(
+    row: &str,
+    scenario: &str,
+    timeout: Duration,
+    mode: Mode,
+) -> Result<RunConfig, Failure> {
     let quinn = row == Transport::Quinn.name();
     let scheduler = if quinn { BASE_ROW } else { row };
     let mut run = RunConfig::new(scheduler, scenario).map_err(|e| Failure::Usage(e.to_string()))?;
@@ -154,6 +167,7 @@ fn run_config(row: &str, scenario: &str, timeout: Duration) -> Result<RunConfig,
     }
     run.load.timeout = timeout;
     run.load.time_scale = 0.0;
+    run.mode = mode;
     Ok(run)
 }
 
@@ -185,16 +199,16 @@ pub fn browser(args: &BrowserArgs) -> Result<(), Failure> {
     // Every row parses before the first load.
     for row in &rows {
         for scenario in &scenarios {
-            run_config(row, scenario, timeout)?;
+            run_config(row, scenario, timeout, args.mode)?;
         }
     }
     let raw = out.join("raw.jsonl");
     let records = if args.report_only {
-        recorded(&raw, &pages, &rows, &scenarios)?
+        recorded(&raw, &pages, &rows, &scenarios, args.mode)?
     } else {
         measure(args, &raw, &pages, &rows, &scenarios, timeout)?
     };
-    let mut report = render_report(&records, &rows);
+    let mut report = render_report(&records, &rows, args.mode);
     for (page, file) in charts(&records, &rows, &scenarios, &pages, &out)? {
         let _ = write!(report, "\n![{page}]({file})\n");
     }
@@ -217,6 +231,14 @@ fn measure(
 ) -> Result<Vec<BrowserRecord>, Failure> {
     let chromium = chromium()?;
     let runtime = runtime()?;
+    // netns: each load is one run of page_client, which puts the server and the client in their
+    // namespaces.
+    let page_client = match args.mode {
+        Mode::Netns => Some(
+            bins::binary("page_client", bins::Profile::current()).map_err(Failure::Experiment)?,
+        ),
+        Mode::Loopback => None,
+    };
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -232,10 +254,14 @@ fn measure(
             }
             for rep in 0..args.reps {
                 for row in rows {
-                    let run = run_config(row, scenario, timeout)?;
-                    for record in
-                        runtime.block_on(both_clients(page, &site, &run, row, rep, &chromium))
-                    {
+                    let run = run_config(row, scenario, timeout, args.mode)?;
+                    let loads = match &page_client {
+                        Some(exe) => both_clients_netns(exe, page, &run, row, rep),
+                        None => {
+                            runtime.block_on(both_clients(page, &site, &run, row, rep, &chromium))
+                        }
+                    };
+                    for record in loads {
                         let line = serde_json::to_string(&record)
                             .map_err(|e| Failure::Experiment(e.to_string()))?;
                         writeln!(file, "{line}")
@@ -266,6 +292,7 @@ fn recorded(
     pages: &[PageRef],
     rows: &[String],
     scenarios: &[String],
+    mode: Mode,
 ) -> Result<Vec<BrowserRecord>, Failure> {
     let text = std::fs::read_to_string(raw)
         .map_err(|e| Failure::Experiment(format!("{}: {e}", raw.display())))?;
@@ -280,6 +307,7 @@ fn recorded(
         if pages.iter().any(|p| p.label == record.page)
             && rows.contains(&record.row)
             && scenarios.contains(&record.scenario)
+            && record.mode == mode.name()
         {
             records.push(record);
         }
@@ -296,23 +324,84 @@ async fn both_clients(
     rep: u32,
     chromium: &Chromium,
 ) -> [BrowserRecord; 2] {
-    let scenario = run.scenario.name;
     let options = BrowserOptions {
         timeout: run.load.timeout,
         ..BrowserOptions::default()
     };
-    let mut browser = BrowserRecord::new(scenario, &page.label, row, rep, "chromium");
+    let mut browser = BrowserRecord::new(run, &page.label, row, rep, "chromium");
     match load_in_browser(site, run, chromium, &options).await {
         Ok(load) => browser = browser.browser(&load, site),
         Err(e) => browser.error = Some(e.to_string()),
     }
-    let mut replay = BrowserRecord::new(scenario, &page.label, row, rep, "replay");
+    let mut replay = BrowserRecord::new(run, &page.label, row, rep, "replay");
     match load_page(&page.page, run).await {
         Ok(report) => {
             replay.frt_ms = Some(report.frt_ms);
             replay.load_ms = Some(report.plt_ms);
         }
         Err(e) => replay.error = Some(e.to_string()),
+    }
+    [browser, replay]
+}
+
+/// [`both_clients`] in the namespace testbed: `page_client --mode netns`, with `--browser` and
+/// without, each one load.
+fn both_clients_netns(
+    page_client: &std::path::Path,
+    page: &PageRef,
+    run: &RunConfig,
+    row: &str,
+    rep: u32,
+) -> [BrowserRecord; 2] {
+    let mut args: Vec<String> = vec![
+        "--har".into(),
+        page.har.display().to_string(),
+        "--scenario".into(),
+        run.scenario.name.into(),
+        "--mode".into(),
+        "netns".into(),
+        "--time-scale".into(),
+        "0".into(),
+        "--timeout".into(),
+        run.load.timeout.as_secs_f64().to_string(),
+    ];
+    match run.transport {
+        Transport::Quinn => args.extend(["--transport".into(), "quinn".into()]),
+        Transport::Mpquic => args.extend(["--scheduler".into(), row.to_owned()]),
+    }
+    let last_line = |browser: bool| -> Result<String, String> {
+        let output = std::process::Command::new(page_client)
+            .args(&args)
+            .args(browser.then_some("--browser"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", page_client.display()))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        match stdout.lines().last() {
+            Some(line) if output.status.success() => Ok(line.to_owned()),
+            _ => Err(format!(
+                "page_client failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )),
+        }
+    };
+    let mut browser = BrowserRecord::new(run, &page.label, row, rep, "chromium");
+    match last_line(true)
+        .and_then(|l| serde_json::from_str::<BrowserLoad>(&l).map_err(|e| e.to_string()))
+    {
+        Ok(load) => browser = browser.browser(&load, &Site::build(&page.page)),
+        Err(e) => browser.error = Some(e),
+    }
+    let mut replay = BrowserRecord::new(run, &page.label, row, rep, "replay");
+    match last_line(false)
+        .and_then(|l| serde_json::from_str::<LoadReport>(&l).map_err(|e| e.to_string()))
+    {
+        Ok(report) => {
+            replay.frt_ms = Some(report.frt_ms);
+            replay.load_ms = Some(report.plt_ms);
+        }
+        Err(e) => replay.error = Some(e),
     }
     [browser, replay]
 }
@@ -330,9 +419,10 @@ type Metric = fn(&BrowserRecord) -> Option<f64>;
 
 /// Per scenario and page, one line per row: the browser's FCP, LCP and load and the replay
 /// client's FRT and PLT, each mean ± sd with the reduction against lrf.
-fn render_report(records: &[BrowserRecord], rows: &[String]) -> String {
-    let mut out = String::from(
-        "# Pages in headless Chromium over mpquic\n\n\
+fn render_report(records: &[BrowserRecord], rows: &[String], mode: Mode) -> String {
+    let mut out = format!("# Pages in headless Chromium over mpquic ({mode})\n\n");
+    out.push_str(
+        "\
          FCP, LCP and load are the browser's own (PerformanceObserver and navigation timing, \
          from the navigation's start, which includes starting a renderer and connecting to \
          the proxy); `FCP - request` counts from the browser's request for the document, as \
@@ -491,7 +581,7 @@ pub fn demo(page: &str, reps: u32) -> Result<(), Failure> {
     let mut loads: Vec<Vec<BrowserLoad>> = vec![Vec::new(); rows.len()];
     for rep in 0..reps {
         for (row, loads) in rows.iter().zip(&mut loads) {
-            let run = run_config(row, "pb-high", Duration::from_secs(60))?;
+            let run = run_config(row, "pb-high", Duration::from_secs(60), Mode::Loopback)?;
             let options = BrowserOptions {
                 // One screenshot, from the last load.
                 screenshot: (rep + 1 == reps && *row == BASE_ROW).then(|| png.clone()),

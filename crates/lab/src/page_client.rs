@@ -32,16 +32,27 @@
 //! `--reps N` > 1: `reps`, `frt_ms` and `plt_ms` as `{mean, sd}`, and every load in `runs`.
 //! The exit code is non-zero when a load fails (a timeout, a wrong size, a status other than
 //! 200).
+//!
+//! `--browser` loads the page in headless Chromium instead (`mpquic-browser`), in this process
+//! over the relays or, with `--mode netns`, in the client namespace, and prints one JSON line per
+//! load: the browser's report (`paint` with its first paint, FCP, LCP, `DOMContentLoaded`,
+//! `load` and request log, `proxy`, `per_path_bytes`, `link_drops`).
 
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use mpquic_browser::{
+    load_direct_in_browser, load_in_browser, page_server, BrowserLoad, BrowserOptions, Chromium,
+    Site,
+};
 use mpquic_replay::{
-    har, load_direct, load_page, load_remote, netns, Mode, RepeatedReport, RunConfig, Transport,
+    har, load_direct, load_page, load_remote, netns, Mode, PageServer, RepeatedReport, RunConfig,
+    Transport,
 };
 use rustls::pki_types::CertificateDer;
 
@@ -112,6 +123,11 @@ pub struct Args {
     /// Local addresses for `--direct`, one per path.
     #[arg(long, value_delimiter = ',', hide = true)]
     local: Vec<SocketAddr>,
+    /// Load the page in headless Chromium instead (`mpquic-browser`: the page rebuilt as real
+    /// files, the browser through a proxy), and print the browser's report; with `--mode
+    /// netns` the browser runs in the client namespace.
+    #[arg(long, conflicts_with = "remote")]
+    browser: bool,
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
@@ -162,7 +178,12 @@ async fn run(args: Args) -> Result<(), BoxError> {
             cert: &args.cert,
             sessions: None,
         };
-        return serve(std::slice::from_ref(&page), &serving, |_| {}).await;
+        let mut server =
+            PageServer::new(std::slice::from_ref(&page))?.dependency_hints(config.dependency_hints);
+        if args.browser {
+            server = page_server(&Site::build(&page), &config)?;
+        }
+        return serve(server, &serving, |_| {}).await;
     }
     if !args.direct.is_empty() {
         let cert = CertificateDer::from(
@@ -170,12 +191,19 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 .map_err(|e| format!("cannot read {}: {e}", args.cert.display()))?,
         );
         config.mode = Mode::Netns;
-        let report = load_direct(&page, &config, &args.local, &args.direct, cert).await?;
-        let _ = writeln!(
-            std::io::stdout().lock(),
-            "{}",
+        let json = if args.browser {
+            let site = Arc::new(Site::build(&page));
+            let options = browser_options(&config);
+            let remotes = (&args.local[..], &args.direct[..]);
+            let load =
+                load_direct_in_browser(&site, &config, remotes, cert, &Chromium::find()?, &options)
+                    .await?;
+            serde_json::to_string(&load)?
+        } else {
+            let report = load_direct(&page, &config, &args.local, &args.direct, cert).await?;
             serde_json::to_string(&report)?
-        );
+        };
+        let _ = writeln!(std::io::stdout().lock(), "{json}");
         return Ok(());
     }
     if let (Transport::Quinn, Some(path)) = (config.transport, indices.first()) {
@@ -198,6 +226,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
             args.scenario.clone(),
         ];
         common.extend(args.flags.args());
+        if args.browser {
+            common.push("--browser".to_owned());
+        }
         match (config.path, config.transport) {
             (Some(k), _) => common.extend(["--path".to_owned(), k.to_string()]),
             (None, Transport::Quinn) => {}
@@ -213,10 +244,37 @@ async fn run(args: Args) -> Result<(), BoxError> {
             args.timeout.to_string(),
         ]);
         // Blocking: the testbed and the child processes are driven from this thread.
+        if args.browser {
+            let loads = tokio::task::block_in_place(|| {
+                netns::load_netns_as::<BrowserLoad>(&exe, &config, &common, &client, args.reps)
+            })?;
+            for (mut load, drops) in loads {
+                load.link_drops = drops;
+                let _ = writeln!(
+                    std::io::stdout().lock(),
+                    "{}",
+                    serde_json::to_string(&load)?
+                );
+            }
+            return Ok(());
+        }
         let runs = tokio::task::block_in_place(|| {
             netns::load_netns(&exe, &config, &common, &client, args.reps)
         })?;
         return print_runs(runs);
+    }
+    if args.browser {
+        let site = Arc::new(Site::build(&page));
+        let (chromium, options) = (Chromium::find()?, browser_options(&config));
+        for _ in 0..args.reps {
+            let load = load_in_browser(&site, &config, &chromium, &options).await?;
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "{}",
+                serde_json::to_string(&load)?
+            );
+        }
+        return Ok(());
     }
     let cert = match args.remote {
         Some(_) => Some(CertificateDer::from(
@@ -234,6 +292,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
         runs.push(report);
     }
     print_runs(runs)
+}
+
+/// The browser's options for `config`: its load timeout.
+fn browser_options(config: &RunConfig) -> BrowserOptions {
+    BrowserOptions {
+        timeout: config.load.timeout,
+        ..BrowserOptions::default()
+    }
 }
 
 /// Prints one load's JSON, or the repeated report of several.

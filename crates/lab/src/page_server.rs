@@ -23,9 +23,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use mpquic_core::{Endpoint, ServerConfig};
-use mpquic_replay::{
-    har, quinn_server, self_signed, transport_config, Page, PageServer, Transport,
-};
+use mpquic_replay::{har, quinn_server, self_signed, transport_config, PageServer, Transport};
 
 use crate::transfer::BoxError;
 
@@ -83,15 +81,14 @@ pub struct Serving<'a> {
     pub sessions: Option<u64>,
 }
 
-/// Serves `pages` as `serving` says. Once the endpoint is bound it writes the certificate (a
-/// client may start when it is there) and calls `bound` with what it serves, where and how
+/// Serves with `server` as `serving` says. Once the endpoint is bound it writes the certificate
+/// (a client may start when it is there) and calls `bound` with what it serves, where and how
 /// (`N objects on ADDRS with SCHEDULER`).
 pub async fn serve(
-    pages: &[Page],
+    server: PageServer,
     serving: &Serving<'_>,
     bound: impl FnOnce(&str),
 ) -> Result<(), BoxError> {
-    let server = PageServer::new(pages)?.dependency_hints(!serving.flags.no_dependency_hints);
     let (cert, key) = self_signed()?;
     let write_cert = || {
         std::fs::write(serving.cert, cert.as_ref())
@@ -179,7 +176,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
         cert: &args.cert,
         sessions: (args.sessions > 0).then_some(args.sessions),
     };
-    serve(&pages, &serving, |what| {
+    let server = PageServer::new(&pages)?.dependency_hints(!args.flags.no_dependency_hints);
+    serve(server, &serving, |what| {
         println!("serving {what} (certificate in {})", args.cert.display());
     })
     .await

@@ -7,6 +7,7 @@
 //! `--serve` in the server namespace and with `--direct` in the client namespace (see
 //! the lab's `page_client`), so one binary holds the whole measurement.
 
+use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mpquic_netns::topology::{self, Side, Topology};
+use serde::de::DeserializeOwned;
 
 use crate::error::RunError;
 use crate::report::{LinkDrops, LoadReport};
@@ -86,6 +88,31 @@ pub fn load_netns(
     client_args: &[String],
     reps: usize,
 ) -> Result<Vec<LoadReport>, RunError> {
+    let runs = load_netns_as::<LoadReport>(exe, run, serve_args, client_args, reps)?;
+    Ok(runs
+        .into_iter()
+        .map(|(mut report, drops)| {
+            report.link_drops = drops;
+            report
+        })
+        .collect())
+}
+
+/// What the testbed's links dropped during one load, by scenario path.
+pub type PathDrops = BTreeMap<usize, LinkDrops>;
+
+/// [`load_netns`] for a client whose last line of output is any JSON report `T` (the browser's,
+/// say): each load's report with what the testbed's links dropped during it, by scenario path.
+///
+/// # Errors
+/// As [`load_netns`].
+pub fn load_netns_as<T: DeserializeOwned>(
+    exe: &Path,
+    run: &RunConfig,
+    serve_args: &[String],
+    client_args: &[String],
+    reps: usize,
+) -> Result<Vec<(T, PathDrops)>, RunError> {
     let indices = run.path_indices()?;
     if let Some(reason) = topology::unavailable() {
         return Err(RunError::Connect(format!(
@@ -147,16 +174,16 @@ pub fn load_netns(
         }
         let text = String::from_utf8_lossy(&output.stdout);
         let line = text.lines().last().unwrap_or_default();
-        let mut report: LoadReport = serde_json::from_str(line)
+        let report: T = serde_json::from_str(line)
             .map_err(|e| RunError::Connect(format!("client output {line:?}: {e}")))?;
-        for (k, (before, after)) in before.iter().zip(&testbed.stats()).enumerate() {
-            if indices.contains(&k) {
-                report
-                    .link_drops
-                    .insert(k, LinkDrops::between(before, after));
-            }
-        }
-        reports.push(report);
+        let drops = before
+            .iter()
+            .zip(&testbed.stats())
+            .enumerate()
+            .filter(|(k, _)| indices.contains(k))
+            .map(|(k, (before, after))| (k, LinkDrops::between(before, after)))
+            .collect();
+        reports.push((report, drops));
     }
     drop(server);
     let _ = std::fs::remove_file(&cert);
