@@ -82,7 +82,8 @@ pub struct BrowserRecord {
     pub rep: u32,
     /// `chromium` or `replay`.
     pub client: String,
-    /// `loopback` or `netns`.
+    /// `loopback` or `netns` (loopback in records written before the field was).
+    #[serde(default = "loopback")]
     pub mode: String,
     /// When the browser sent the document's request (its own start-up before that).
     pub request_start_ms: Option<f64>,
@@ -109,6 +110,10 @@ pub struct BrowserRecord {
     pub out_of_order: usize,
     /// Why the load failed, if it did.
     pub error: Option<String>,
+}
+
+fn loopback() -> String {
+    Mode::Loopback.name().to_owned()
 }
 
 impl BrowserRecord {
