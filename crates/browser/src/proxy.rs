@@ -116,7 +116,9 @@ impl Proxy {
                 let (tcp, _) = match listener.accept().await {
                     Ok(accepted) => accepted,
                     Err(e) => {
+                        // Out of descriptors, say: wait a moment rather than spin.
                         tracing::debug!(%e, "proxy accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                         continue;
                     }
                 };
