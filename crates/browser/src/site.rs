@@ -888,9 +888,10 @@ fn built_types(page: &Page, main: usize, warnings: &mut Vec<String>) -> Vec<Reso
     types
 }
 
-/// Whether a stylesheet or script parent can reference a child of type `child` (an HTML
-/// document can reference anything).
-fn can_reference(parent: ResourceType, child: ResourceType) -> bool {
+/// Whether a parent of type `parent` can reference a child of type `child`: an HTML document
+/// or a script anything, a stylesheet other stylesheets, fonts and images, nothing else
+/// anything (the builder's rule of who references an object).
+pub fn can_reference(parent: ResourceType, child: ResourceType) -> bool {
     match parent {
         ResourceType::Document | ResourceType::Script { .. } => true,
         ResourceType::Stylesheet => matches!(

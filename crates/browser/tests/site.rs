@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use mpquic_browser::metrics::{metrics_script, BEACON_PATH};
+use mpquic_browser::site::can_reference;
 use mpquic_browser::{ResourceTiming, Site};
-use mpquic_h3_prio::ResourceType;
 use mpquic_replay::{har, Discovery, Page};
 
 fn bundled() -> Vec<Page> {
@@ -73,18 +73,6 @@ fn references(site: &Site) -> HashMap<String, Vec<usize>> {
         }
     }
     found
-}
-
-/// Whether a parent of recorded type `parent` can reference a `child` by the builder's rules.
-fn can_reference(parent: ResourceType, child: ResourceType) -> bool {
-    match parent {
-        ResourceType::Document | ResourceType::Script { .. } => true,
-        ResourceType::Stylesheet => matches!(
-            child,
-            ResourceType::Stylesheet | ResourceType::Font | ResourceType::Image
-        ),
-        _ => false,
-    }
 }
 
 #[test]

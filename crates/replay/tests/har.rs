@@ -261,19 +261,13 @@ fn unreachable(page: &mpquic_replay::Page) -> Vec<usize> {
 #[test]
 fn every_object_of_every_bundled_page_is_reachable_from_the_page_request() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pages");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "har"))
-        .collect();
-    files.sort();
+    let pages = har::load_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     assert!(
-        files.len() >= 10,
+        pages.len() >= 10,
         "the bundled pages are in {}",
         dir.display()
     );
-    for file in files {
-        let page = har::load(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    for page in pages {
         assert_eq!(unreachable(&page), Vec::<usize>::new(), "{}", page.id);
         for w in &page.warnings {
             eprintln!("{}: {w}", page.id);

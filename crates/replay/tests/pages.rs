@@ -1,7 +1,7 @@
 //! Every bundled page replays to completion with every scheduler over loopback relays, and
 //! every object's body is exactly its recorded size.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mpquic_replay::{har, load_page, Page, RunConfig};
@@ -9,18 +9,13 @@ use mpquic_sched::SchedulerKind;
 
 fn pages() -> Vec<Page> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pages");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "har"))
-        .collect();
-    files.sort();
+    let pages = har::load_all(&dir).unwrap();
     assert!(
-        files.len() >= 9,
+        pages.len() >= 9,
         "the bundled pages are in {}",
         dir.display()
     );
-    files.iter().map(|f| har::load(f).unwrap()).collect()
+    pages
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
