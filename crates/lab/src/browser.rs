@@ -140,7 +140,15 @@ impl BrowserRecord {
         }
     }
 
-    fn browser(mut self, load: &BrowserLoad, site: &Site) -> Self {
+    /// The record of a browser load of `site`, or of why it failed.
+    fn browser(mut self, outcome: Result<BrowserLoad, String>, site: &Site) -> Self {
+        let load = match outcome {
+            Ok(load) => load,
+            Err(e) => {
+                self.error = Some(e);
+                return self;
+            }
+        };
         let paint = &load.paint;
         let order = site.check_order(&paint.resources);
         self.missing = order.missing.len();
@@ -153,6 +161,18 @@ impl BrowserRecord {
         self.dom_content_loaded_ms = paint.dom_content_loaded_ms;
         self.load_ms = paint.load_ms;
         self.unknown = load.proxy.unknown.len();
+        self
+    }
+
+    /// The record of a replay load, or of why it failed.
+    fn replay(mut self, outcome: Result<LoadReport, String>) -> Self {
+        match outcome {
+            Ok(report) => {
+                self.frt_ms = Some(report.frt_ms);
+                self.load_ms = Some(report.plt_ms);
+            }
+            Err(e) => self.error = Some(e),
+        }
         self
     }
 }
@@ -261,7 +281,7 @@ fn measure(
                 for row in rows {
                     let run = run_config(row, scenario, timeout, args.mode)?;
                     let loads = match &page_client {
-                        Some(exe) => both_clients_netns(exe, page, &run, row, rep),
+                        Some(exe) => both_clients_netns(exe, page, &site, &run, row, rep),
                         None => {
                             runtime.block_on(both_clients(page, &site, &run, row, rep, &chromium))
                         }
@@ -333,20 +353,14 @@ async fn both_clients(
         timeout: run.load.timeout,
         ..BrowserOptions::default()
     };
-    let mut browser = BrowserRecord::new(run, &page.label, row, rep, "chromium");
-    match load_in_browser(site, run, chromium, &options).await {
-        Ok(load) => browser = browser.browser(&load, site),
-        Err(e) => browser.error = Some(e.to_string()),
-    }
-    let mut replay = BrowserRecord::new(run, &page.label, row, rep, "replay");
-    match load_page(&page.page, run).await {
-        Ok(report) => {
-            replay.frt_ms = Some(report.frt_ms);
-            replay.load_ms = Some(report.plt_ms);
-        }
-        Err(e) => replay.error = Some(e.to_string()),
-    }
-    [browser, replay]
+    let browser = load_in_browser(site, run, chromium, &options).await;
+    let replay = load_page(&page.page, run).await;
+    [
+        BrowserRecord::new(run, &page.label, row, rep, "chromium")
+            .browser(browser.map_err(|e| e.to_string()), site),
+        BrowserRecord::new(run, &page.label, row, rep, "replay")
+            .replay(replay.map_err(|e| e.to_string())),
+    ]
 }
 
 /// [`both_clients`] in the namespace testbed: `page_client --mode netns`, with `--browser` and
@@ -354,6 +368,7 @@ async fn both_clients(
 fn both_clients_netns(
     page_client: &std::path::Path,
     page: &PageRef,
+    site: &Site,
     run: &RunConfig,
     row: &str,
     rep: u32,
@@ -391,24 +406,14 @@ fn both_clients_netns(
             )),
         }
     };
-    let mut browser = BrowserRecord::new(run, &page.label, row, rep, "chromium");
-    match last_line(true)
-        .and_then(|l| serde_json::from_str::<BrowserLoad>(&l).map_err(|e| e.to_string()))
-    {
-        Ok(load) => browser = browser.browser(&load, &Site::build(&page.page)),
-        Err(e) => browser.error = Some(e),
-    }
-    let mut replay = BrowserRecord::new(run, &page.label, row, rep, "replay");
-    match last_line(false)
-        .and_then(|l| serde_json::from_str::<LoadReport>(&l).map_err(|e| e.to_string()))
-    {
-        Ok(report) => {
-            replay.frt_ms = Some(report.frt_ms);
-            replay.load_ms = Some(report.plt_ms);
-        }
-        Err(e) => replay.error = Some(e),
-    }
-    [browser, replay]
+    let browser = last_line(true)
+        .and_then(|l| serde_json::from_str::<BrowserLoad>(&l).map_err(|e| e.to_string()));
+    let replay = last_line(false)
+        .and_then(|l| serde_json::from_str::<LoadReport>(&l).map_err(|e| e.to_string()));
+    [
+        BrowserRecord::new(run, &page.label, row, rep, "chromium").browser(browser, site),
+        BrowserRecord::new(run, &page.label, row, rep, "replay").replay(replay),
+    ]
 }
 
 fn pick(given: &[String], default: &[&str]) -> Vec<String> {
