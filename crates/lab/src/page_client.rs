@@ -178,11 +178,11 @@ async fn run(args: Args) -> Result<(), BoxError> {
             cert: &args.cert,
             sessions: None,
         };
-        let mut server =
-            PageServer::new(std::slice::from_ref(&page))?.dependency_hints(config.dependency_hints);
-        if args.browser {
-            server = page_server(&Site::build(&page), &config)?;
-        }
+        let server = if args.browser {
+            page_server(&Site::build(&page), &config)?
+        } else {
+            PageServer::new(std::slice::from_ref(&page))?.dependency_hints(config.dependency_hints)
+        };
         return serve(server, &serving, |_| {}).await;
     }
     if !args.direct.is_empty() {
