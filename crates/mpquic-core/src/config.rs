@@ -13,6 +13,7 @@ use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 use quinn::VarInt;
 
 use crate::bbr::BbrConfig;
+use crate::chunk_limit::ChunkStreamLimit;
 use crate::error::{varint, ConfigError};
 use crate::fld::FldConfig;
 use crate::loss_based::{LossAlgorithm, LossBasedConfig};
@@ -315,10 +316,10 @@ impl Config {
 
     /// Bidirectional streams the peer may have open at once (quinn's setting of that name).
     ///
-    /// Each path's quinn connection allows this many plus the unidirectional limit plus 64
-    /// chunk and control streams at once, and keeps the state of finished ones for reuse up to
-    /// that count, about 1 KB each: a long-lived path's heap grows by that much while the pool
-    /// fills, then stays. The limit is what bounds it.
+    /// Each path's quinn connection allows up to this many plus the unidirectional limit plus
+    /// 64 chunk streams at once. It starts at 128 and doubles as the peer's open streams need,
+    /// since quinn keeps about 1 KB for every stream it has allowed
+    /// (`crates/mpquic-core/src/chunk_limit.rs`).
     ///
     /// # Default
     /// 1024.
@@ -472,9 +473,7 @@ impl Config {
             // incremental streams, which share a priority.
             .send_fairness(true)
             .max_concurrent_bidi_streams(1u32.into())
-            .max_concurrent_uni_streams(varint(
-                self.max_concurrent_bidi_streams + self.max_concurrent_uni_streams + 64,
-            ))
+            .max_concurrent_uni_streams(self.chunk_stream_limit().announced())
             .stream_receive_window(varint(self.stream_receive_window))
             .receive_window(varint(self.receive_window))
             .send_window(256 * 1024)
@@ -483,6 +482,16 @@ impl Config {
             .keep_alive_interval(Some(self.idle_timeout / 3))
             .datagram_receive_buffer_size(None);
         Arc::new(t)
+    }
+
+    /// How many chunk streams the peer may open on one path: one per logical stream the
+    /// session allows, plus 64 for those whose chunk streams are still closing.
+    pub(crate) fn chunk_stream_limit(&self) -> ChunkStreamLimit {
+        ChunkStreamLimit::new(
+            self.max_concurrent_bidi_streams
+                .saturating_add(self.max_concurrent_uni_streams)
+                .saturating_add(64),
+        )
     }
 
     /// A path's telemetry, with this config's priors.

@@ -22,8 +22,10 @@ use mpquic_proto::{Action, PathCounters, PathEvent, Step};
 use mpquic_sched::{PathId, PathSet, PathStatus, Priority, StreamId, Urgency};
 use quinn::VarInt;
 use tokio::sync::{broadcast, mpsc, Notify};
+use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use crate::chunk_limit::ChunkStreamLimit;
 use crate::config::{Config, PathConfig};
 use crate::endpoint::EndpointInner;
 use crate::error::{
@@ -498,7 +500,7 @@ impl Shared {
         // its acks and credits in the core, which coalesces them, instead of in a queue here.
         let (control_tx, control_rx) = mpsc::channel(1);
         let _ = control_send.set_priority(CONTROL_PRIORITY);
-        {
+        let chunk_limit = {
             let mut state = self.lock();
             let path_telemetry =
                 CoreTelemetry::new(telemetry.clone(), ReceivedBytes::Quinn(conn.clone()));
@@ -513,13 +515,16 @@ impl Shared {
                 wake: wake.clone(),
             };
             state.paths.insert(id, path);
-        }
+            state.config.chunk_stream_limit()
+        };
         let span = tracing::debug_span!("path", session = self.session.0, path = id.0);
         tokio::spawn(
             send_loop(self.clone(), id, conn.clone(), telemetry.clone(), wake)
                 .instrument(span.clone()),
         );
-        tokio::spawn(recv_loop(self.clone(), id, conn.clone()).instrument(span.clone()));
+        tokio::spawn(
+            recv_loop(self.clone(), id, conn.clone(), chunk_limit).instrument(span.clone()),
+        );
         tokio::spawn(control_loop(self.clone(), id, control_recv).instrument(span.clone()));
         tokio::spawn(
             write_control(self.clone(), control_send, control_rx, telemetry)
@@ -992,10 +997,26 @@ async fn write_work(
     Ok(())
 }
 
-/// Accepts the peer's chunk streams on this path.
-async fn recv_loop(shared: Arc<Shared>, path: PathId, conn: quinn::Connection) {
-    while let Ok(stream) = conn.accept_uni().await {
-        tokio::spawn(read_chunks(shared.clone(), path, stream).in_current_span());
+/// Accepts the peer's chunk streams on this path, each read by a task of its own that ends
+/// with this loop, and raises the path's stream limit as they need.
+async fn recv_loop(
+    shared: Arc<Shared>,
+    path: PathId,
+    conn: quinn::Connection,
+    mut limit: ChunkStreamLimit,
+) {
+    let mut readers = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = conn.accept_uni() => {
+                let Ok(stream) = accepted else { break };
+                readers.spawn(read_chunks(shared.clone(), path, stream).in_current_span());
+                if let Some(raised) = limit.on_open(readers.len()) {
+                    conn.set_max_concurrent_uni_streams(raised);
+                }
+            }
+            Some(_) = readers.join_next() => {}
+        }
     }
 }
 

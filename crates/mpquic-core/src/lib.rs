@@ -59,6 +59,7 @@
 //! ```
 
 pub mod bbr;
+mod chunk_limit;
 mod config;
 mod connection;
 mod endpoint;

@@ -28,7 +28,19 @@ async fn a_hundred_megabytes_over_two_paths() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_streams() {
-    let pair = pair(2, "priority-bucket").await;
+    thousand_concurrent_streams(2).await;
+}
+
+/// A path starts with room for 128 chunk streams and raises it as the peer opens more
+/// (`crates/mpquic-core/src/chunk_limit.rs`): with one path, a raise that did not come would
+/// leave the sender waiting for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_streams_on_one_path() {
+    thousand_concurrent_streams(1).await;
+}
+
+async fn thousand_concurrent_streams(paths: usize) {
+    let pair = pair(paths, "priority-bucket").await;
     serve_hashes(pair.server.clone());
     let streams: Vec<_> = (0..1000u64)
         .map(|i| {

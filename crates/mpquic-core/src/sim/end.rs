@@ -16,6 +16,7 @@ use quinn_proto::{
     VarInt, WriteError,
 };
 
+use crate::chunk_limit::ChunkStreamLimit;
 use crate::config::Config;
 use crate::connection::{send_window_target, session_end, Rejoin, CONTROL_PRIORITY, REJOIN_FOR};
 use crate::error::{codes, varint, ConnectionError, ProtocolError};
@@ -65,6 +66,7 @@ struct SimPath {
     control_in: FrameDecoder,
     control_out: Vec<u8>,
     chunks_in: BTreeMap<StreamId, ChunkDecoder>,
+    chunk_limit: ChunkStreamLimit,
     readable: BTreeSet<StreamId>,
     chunks_out: BTreeMap<u64, StreamId>,
     writes: VecDeque<Write>,
@@ -163,8 +165,9 @@ impl End {
         let (handle, conn) = self
             .endpoint
             .connect(now, client_config, remote, "localhost")?;
+        let chunk_limit = self.config.chunk_stream_limit();
         self.paths
-            .insert(handle, SimPath::new(conn, local, telemetry));
+            .insert(handle, SimPath::new(conn, local, telemetry, chunk_limit));
         Ok(handle)
     }
 
@@ -309,7 +312,8 @@ impl End {
                 );
                 match accepted {
                     Ok((handle, conn)) => {
-                        let mut path = SimPath::new(conn, to, telemetry);
+                        let chunk_limit = self.config.chunk_stream_limit();
+                        let mut path = SimPath::new(conn, to, telemetry, chunk_limit);
                         path.received.fetch_add(len, Ordering::Relaxed);
                         path.setup = Setup::Asked;
                         self.paths.insert(handle, path);
@@ -376,6 +380,10 @@ impl End {
                             Dir::Bi => {}
                             Dir::Uni => {
                                 path.chunks_in.insert(id, ChunkDecoder::default());
+                                if let Some(raised) = path.chunk_limit.on_open(path.chunks_in.len())
+                                {
+                                    path.conn.set_max_concurrent_streams(Dir::Uni, raised);
+                                }
                             }
                         }
                         path.readable.insert(id);
@@ -710,7 +718,12 @@ impl End {
 }
 
 impl SimPath {
-    fn new(conn: quinn_proto::Connection, local: SocketAddr, telemetry: Arc<Telemetry>) -> Self {
+    fn new(
+        conn: quinn_proto::Connection,
+        local: SocketAddr,
+        telemetry: Arc<Telemetry>,
+        chunk_limit: ChunkStreamLimit,
+    ) -> Self {
         Self {
             conn,
             local,
@@ -721,6 +734,7 @@ impl SimPath {
             control_in: FrameDecoder::default(),
             control_out: Vec::new(),
             chunks_in: BTreeMap::new(),
+            chunk_limit,
             readable: BTreeSet::new(),
             chunks_out: BTreeMap::new(),
             writes: VecDeque::new(),
