@@ -132,7 +132,8 @@ async fn run_quinn(len: u64, seed: u64, expected: &[u8; 32]) -> Result<Sample, B
     let cpu = cpu_seconds()?;
     let start = std::time::Instant::now();
     let (mut send, mut recv) = conn.open_bi().await?;
-    let digest = transfer::send_payload(&mut send, &mut recv, seed, len, None).await?;
+    let (digest, _) =
+        transfer::send_payload(&mut send, &mut recv, seed, len, Default::default()).await?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu_seconds = cpu_seconds()? - cpu;
 
@@ -189,7 +190,7 @@ async fn run_mpquic(
         transfer::connect_paths(config, certificate.cert_der(), &locals, &[server_addr]).await?;
 
     let cpu = cpu_seconds()?;
-    let sent = transfer::send_checked(&conn, seed, len, expected, None).await?;
+    let sent = transfer::send_checked(&conn, seed, len, expected, Default::default()).await?;
     let cpu_seconds = cpu_seconds()? - cpu;
 
     conn.close(0u32.into(), b"done");

@@ -101,6 +101,10 @@ pub struct Args {
     /// The client writes at most this many Mbit/s (default: as fast as it can).
     #[arg(long)]
     rate_mbps: Option<f64>,
+    /// The client stops writing after this long even if `--size` is not reached (30s, 2m): a
+    /// transfer for a time; it reports the bytes it wrote.
+    #[arg(long, value_parser = transfer::parse_duration)]
+    duration: Option<Duration>,
     /// Turns off re-injection (`Config::reinjection`).
     #[arg(long)]
     no_reinjection: bool,
@@ -169,7 +173,7 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
         served += 1;
         let task = tokio::spawn(async move {
             let start = Instant::now();
-            let start_unix_ms = unix_ms(std::time::SystemTime::now());
+            let start_unix_ms = transfer::unix_ms();
             let serve = transfer::serve_checked(&conn);
             tokio::pin!(serve);
             let mut activity = PathActivity::default();
@@ -206,6 +210,7 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
                             "longest_gap_ms": hashed.longest_gap.map(|(gap, _)| gap.as_secs_f64() * 1e3),
                             "longest_gap_from_ms": hashed.longest_gap.map(|(_, from)| since_start(from)),
                             "path_activity_ms": activity.json(),
+                            "arrivals": hashed.arrivals.json(),
                             "duplicate_bytes": conn.reinjection_stats().duplicate_received,
                             "first_copy_lead_ms": conn.reinjection_stats().first_copy_lead.as_secs_f64() * 1e3,
                         })
@@ -257,11 +262,6 @@ impl PathActivity {
     }
 }
 
-fn unix_ms(t: std::time::SystemTime) -> f64 {
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -276,8 +276,11 @@ async fn client(
     let expected = Payload::digest(args.seed, args.size);
     let (endpoint, conn) =
         transfer::connect_paths(config(args, locals.len())?, cert, &locals, remotes).await?;
-    let rate = args.rate_mbps.map(|mbps| (mbps * 1e6) as u64);
-    let send = transfer::send_checked(&conn, args.seed, args.size, &expected, rate);
+    let writing = transfer::Writing {
+        rate_bps: args.rate_mbps.map(|mbps| (mbps * 1e6) as u64),
+        for_at_most: args.duration,
+    };
+    let send = transfer::send_checked(&conn, args.seed, args.size, &expected, writing);
     tokio::pin!(send);
     let start = Instant::now();
     let mut samples: Vec<(Duration, PathStats)> = Vec::new();
@@ -302,9 +305,9 @@ async fn client(
     println!(
         "{}",
         json!({
-            "bytes": args.size,
+            "bytes": sent.bytes,
             "seconds": sent.elapsed.as_secs_f64(),
-            "goodput_mbps": transfer::mbps(args.size, sent.elapsed),
+            "goodput_mbps": transfer::mbps(sent.bytes, sent.elapsed),
             "paths": locals.len(),
             "scheduler": args.scheduler,
             "per_path_bytes": per_path,

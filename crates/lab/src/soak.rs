@@ -609,7 +609,9 @@ async fn send_stream(conn: Connection, spec: StreamSpec) -> Result<Sent, BoxErro
             send.finish()?;
             Ok(Sent::Uni { id, expected })
         } else {
-            let sent = transfer::send_checked(&conn, spec.seed, spec.len, &expected, None).await?;
+            let sent =
+                transfer::send_checked(&conn, spec.seed, spec.len, &expected, Default::default())
+                    .await?;
             Ok(Sent::Checked {
                 matched: sent.matched,
             })
@@ -855,7 +857,7 @@ async fn run_churn(
         let seed = mix(seed, churn as u64, 3);
         let len = 4096 + seed % (12 * 1024);
         let expected = Payload::digest(seed, len);
-        let check = transfer::send_checked(&conn, seed, len, &expected, None);
+        let check = transfer::send_checked(&conn, seed, len, &expected, Default::default());
         match timed(STREAM_TIMEOUT, check).await {
             Ok(sent) if sent.matched => transfers.ok += 1,
             Ok(_) => transfers.fail(1, format!("churn {churn}: sha256 mismatch")),

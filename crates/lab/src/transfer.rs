@@ -33,15 +33,27 @@ pub fn write_payload(mut payload: Payload, path: &Path) -> std::io::Result<()> {
     file.flush()
 }
 
-/// Client side: writes the payload on `send` (at most at `rate_bps` bits per second if set,
-/// block by block), finishes it, and returns the digest the server answers on `recv`.
+/// How a client writes its payload.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Writing {
+    /// At most this many bits per second (block by block).
+    pub rate_bps: Option<u64>,
+    /// Stops at the first block's end after this long, even with bytes left (a transfer for a
+    /// time rather than a size).
+    pub for_at_most: Option<Duration>,
+}
+
+/// Client side: writes the payload on `send` as `writing` says, finishes it, and returns the
+/// digest the server answers on `recv` with the bytes written (all of them, unless
+/// [`Writing::for_at_most`] cut the payload short: then the payload's first bytes, whose
+/// digest is [`Payload::digest`] of that length, as every block but the last is whole).
 pub async fn send_payload<W, R>(
     send: &mut W,
     recv: &mut R,
     seed: u64,
     len: u64,
-    rate_bps: Option<u64>,
-) -> Result<Vec<u8>, BoxError>
+    writing: Writing,
+) -> Result<(Vec<u8>, u64), BoxError>
 where
     W: AsyncWrite + Unpin,
     R: AsyncRead + Unpin,
@@ -51,17 +63,36 @@ where
     let start = tokio::time::Instant::now();
     let mut written = 0u64;
     while payload.next_block(&mut buf) {
-        if let Some(rate) = rate_bps.filter(|r| *r > 0) {
+        if let Some(rate) = writing.rate_bps.filter(|r| *r > 0) {
             let due = Duration::from_secs_f64(written as f64 * 8.0 / rate as f64);
             tokio::time::sleep_until(start + due).await;
         }
         send.write_all(&buf).await?;
         written += buf.len() as u64;
+        if writing.for_at_most.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
     }
     send.shutdown().await?;
     let mut digest = Vec::with_capacity(32);
     recv.take(64).read_to_end(&mut digest).await?;
-    Ok(digest)
+    Ok((digest, written))
+}
+
+/// Whether `digest` is the server's answer for the `written` bytes of a payload whose whole
+/// digest is `expected` (computed before the transfer, so that hashing is not timed).
+pub fn digest_matches(
+    digest: &[u8],
+    expected: &[u8; 32],
+    seed: u64,
+    len: u64,
+    written: u64,
+) -> bool {
+    if written == len {
+        digest == expected
+    } else {
+        digest == Payload::digest(seed, written)
+    }
 }
 
 /// What the server side of a transfer received.
@@ -74,6 +105,43 @@ pub struct Hashed {
     pub first_read: Option<Instant>,
     /// The longest time between two reads that returned bytes, and when it began.
     pub longest_gap: Option<(Duration, Instant)>,
+    /// When the bytes arrived.
+    pub arrivals: Arrivals,
+}
+
+/// Bytes received in each [`Arrivals::BIN`] from the first read on, and when that read was on
+/// the wall clock, so that two transfers' arrivals can be laid side by side.
+#[derive(Debug, Clone, Default)]
+pub struct Arrivals {
+    /// Milliseconds since the Unix epoch at the first read.
+    pub first_unix_ms: Option<f64>,
+    /// Bytes per bin.
+    pub bytes: Vec<u64>,
+}
+
+impl Arrivals {
+    /// The width of a bin.
+    pub const BIN: Duration = Duration::from_millis(100);
+
+    fn record(&mut self, since_first: Duration, bytes: u64) {
+        let bin =
+            usize::try_from(since_first.as_millis() / Self::BIN.as_millis()).unwrap_or(usize::MAX);
+        if bin >= self.bytes.len() {
+            self.bytes.resize(bin.saturating_add(1), 0);
+        }
+        if let Some(b) = self.bytes.get_mut(bin) {
+            *b += bytes;
+        }
+    }
+
+    /// As the JSON of a report line.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "first_unix_ms": self.first_unix_ms,
+            "bin_ms": Self::BIN.as_millis() as u64,
+            "bytes": self.bytes,
+        })
+    }
 }
 
 /// Server side: hashes everything `recv` delivers, answers the digest on `send` and finishes it.
@@ -87,13 +155,18 @@ where
     let mut bytes = 0u64;
     let (mut first_read, mut last_read) = (None, None);
     let mut longest_gap: Option<(Duration, Instant)> = None;
+    let mut arrivals = Arrivals::default();
     loop {
         let n = recv.read(&mut buf).await?;
         if n == 0 {
             break;
         }
         let now = Instant::now();
-        first_read.get_or_insert(now);
+        let first = *first_read.get_or_insert_with(|| {
+            arrivals.first_unix_ms = Some(unix_ms());
+            now
+        });
+        arrivals.record(now - first, n as u64);
         if let Some(last) = last_read.replace(now) {
             let gap = now - last;
             if longest_gap.is_none_or(|(longest, _)| gap > longest) {
@@ -111,7 +184,15 @@ where
         digest,
         first_read,
         longest_gap,
+        arrivals,
     })
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
 /// An mpquic client connected to `remotes[0]` from `locals[0]`, with one more path from each
@@ -144,29 +225,32 @@ pub async fn connect_paths(
 pub struct Sent {
     /// Time from opening the stream to the server's digest.
     pub elapsed: Duration,
+    /// Bytes written (fewer than asked if [`Writing::for_at_most`] cut the transfer short).
+    pub bytes: u64,
     /// Whether the server's digest equals the payload's.
     pub matched: bool,
     /// Stream bytes sent per path (path id -> bytes, re-sends included).
     pub per_path: BTreeMap<u32, u64>,
 }
 
-/// Sends `len` bytes from `seed` on a new stream with a size hint (at most at `rate_bps` if
-/// set) and checks the answer against `expected` (see [`Payload::digest`]).
+/// Sends `len` bytes from `seed` on a new stream with a size hint, written as `writing` says,
+/// and checks the answer against `expected` (see [`Payload::digest`] and [`digest_matches`]).
 pub async fn send_checked(
     conn: &Connection,
     seed: u64,
     len: u64,
     expected: &[u8; 32],
-    rate_bps: Option<u64>,
+    writing: Writing,
 ) -> Result<Sent, BoxError> {
     let start = Instant::now();
     let (mut send, mut recv) = conn.open_bi().await?;
     send.set_size_hint(len)?;
-    let digest = send_payload(&mut send, &mut recv, seed, len, rate_bps).await?;
+    let (digest, written) = send_payload(&mut send, &mut recv, seed, len, writing).await?;
     let elapsed = start.elapsed();
     Ok(Sent {
         elapsed,
-        matched: digest == expected,
+        bytes: written,
+        matched: digest_matches(&digest, expected, seed, len, written),
         per_path: send
             .path_bytes()
             .into_iter()
@@ -236,4 +320,52 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Megabits per second for `bytes` in `elapsed`.
 pub fn mbps(bytes: u64, elapsed: Duration) -> f64 {
     bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9) / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED_FOR_TESTS: u64 = 7;
+
+    /// Sends `len` bytes over an in-memory pipe to [`hash_stream`], written as `writing` says.
+    async fn through_a_pipe(len: u64, writing: Writing) -> (bool, u64, Hashed) {
+        let (client, server) = tokio::io::duplex(BLOCK);
+        let (mut client_recv, mut client_send) = tokio::io::split(client);
+        let (mut server_recv, mut server_send) = tokio::io::split(server);
+        let served = tokio::spawn(async move {
+            hash_stream(&mut server_recv, &mut server_send)
+                .await
+                .unwrap()
+        });
+        let expected = Payload::digest(SEED_FOR_TESTS, len);
+        let (digest, written) = send_payload(
+            &mut client_send,
+            &mut client_recv,
+            SEED_FOR_TESTS,
+            len,
+            writing,
+        )
+        .await
+        .unwrap();
+        let matched = digest_matches(&digest, &expected, SEED_FOR_TESTS, len, written);
+        (matched, written, served.await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_transfer_for_a_time_sends_whole_blocks_that_the_digest_still_checks() {
+        let len = 10 * BLOCK as u64 + 5;
+        let (matched, written, hashed) = through_a_pipe(len, Writing::default()).await;
+        assert!(matched);
+        assert_eq!((written, hashed.bytes), (len, len));
+        assert_eq!(hashed.arrivals.bytes.iter().sum::<u64>(), len);
+
+        let cut = Writing {
+            rate_bps: None,
+            for_at_most: Some(Duration::ZERO),
+        };
+        let (matched, written, hashed) = through_a_pipe(len, cut).await;
+        assert!(matched, "the digest of the blocks written");
+        assert_eq!((written, hashed.bytes), (BLOCK as u64, BLOCK as u64));
+    }
 }

@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Args;
 use mpquic_netns::topology::Side;
@@ -28,9 +28,11 @@ use serde_json::{json, Value};
 
 use super::bed::{addrs, Bed, Proc};
 use super::peer::last_json;
+use super::write_runs;
 use crate::bins::{self, Profile};
 use crate::target_dir;
 use crate::testbed::catch_signals;
+use crate::transfer::unix_ms;
 use crate::Failure;
 
 /// How long after the testbed is up the client starts, so that the events fall mid-stream.
@@ -68,11 +70,6 @@ pub struct FailoverArgs {
     out: Option<PathBuf>,
 }
 
-fn unix_ms(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
 /// Runs `cargo xtask peers failover`.
 pub fn run(args: &FailoverArgs) -> Result<ExitCode, Failure> {
     let scenario = Scenario::by_name(&args.scenario).map_err(|e| Failure::Usage(e.to_string()))?;
@@ -89,7 +86,6 @@ pub fn run(args: &FailoverArgs) -> Result<ExitCode, Failure> {
         .unwrap_or_else(|| target_dir().join("failover"));
     std::fs::create_dir_all(&out).map_err(|e| Failure::Testbed(e.to_string()))?;
     let mut lines = Vec::new();
-    let mut failed = 0;
     for run in 0..args.runs {
         for dies in 0..scenario.paths.len() {
             match one_run(args, scenario, &bulk, &out, dies, run) {
@@ -104,7 +100,6 @@ pub fn run(args: &FailoverArgs) -> Result<ExitCode, Failure> {
                     lines.push(line);
                 }
                 Err(e) => {
-                    failed += 1;
                     eprintln!("path {dies} dies, run {run}: failed: {e}");
                     lines.push(json!({ "dies": dies, "run": run, "error": e }));
                 }
@@ -114,18 +109,7 @@ pub fn run(args: &FailoverArgs) -> Result<ExitCode, Failure> {
             }
         }
     }
-    let jsonl: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(out.join("failover.jsonl"), jsonl)
-        .map_err(|e| Failure::Testbed(e.to_string()))?;
-    let report = report(args, scenario, &lines);
-    std::fs::write(out.join("failover.md"), &report)
-        .map_err(|e| Failure::Testbed(e.to_string()))?;
-    println!("{report}");
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    write_runs(&out, "failover", &lines, &report(args, scenario, &lines))
 }
 
 /// One run with path `dies` going down and up; the server's line plus what it says of the
@@ -153,7 +137,7 @@ fn one_run(
     let scratch = out.join(format!("scratch-{}-{dies}-{run}", std::process::id()));
     let bed = Bed::up_with_events(scenario, &events, scratch)?;
     // The links' clock zero on the wall clock.
-    let bed_up = unix_ms(SystemTime::now()) - bed.started().elapsed().as_secs_f64() * 1e3;
+    let bed_up = unix_ms() - bed.started().elapsed().as_secs_f64() * 1e3;
     let port = 4433;
     let join = |items: Vec<String>| items.join(",");
     let servers = join(
@@ -184,7 +168,7 @@ fn one_run(
     let mut server = Proc::spawn(server, "bulk server")?;
     server.wait_for("listening", READY)?;
     let start_at = bed_up + LEAD.as_secs_f64() * 1e3;
-    let wait = start_at - unix_ms(SystemTime::now());
+    let wait = start_at - unix_ms();
     if wait > 0.0 {
         std::thread::sleep(Duration::from_secs_f64(wait / 1e3));
     }

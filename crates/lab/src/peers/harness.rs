@@ -1,6 +1,6 @@
-//! The bulk harnesses for plain quinn, noq and Linux MPTCP: `cargo xtask peers harness
-//! quinn-server|quinn-client|noq-server|noq-client|mptcp-server|mptcp-client` (hidden; `peers
-//! bulk` starts them inside the testbed's namespaces).
+//! The bulk harnesses for plain quinn, noq, Linux MPTCP and plain TCP: `cargo xtask peers
+//! harness quinn-server|quinn-client|noq-server|noq-client|mptcp-server|mptcp-client|tcp-server|tcp-client`
+//! (hidden; `peers bulk` and `peers fairness` start them inside the testbed's namespaces).
 //!
 //! The exchange of the lab's `bulk`, run by the same code ([`crate::transfer`]): the client
 //! opens one bidirectional stream, writes `--size` bytes of deterministic pseudo-random data
@@ -18,7 +18,8 @@
 //! - Linux MPTCP: TCP sockets opened with `IPPROTO_MPTCP` (socket2), optionally with
 //!   `TCP_CONGESTION`; the kernel's path manager adds the subflows from the client
 //!   namespace's `subflow` endpoints. No certificate; timed from the established connection
-//!   to the digest.
+//!   to the digest. Plain TCP the same way, one connection. Their servers print a JSON line of
+//!   what arrived when ([`crate::transfer::Arrivals`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
 
-use crate::transfer::{hash_stream, send_payload, BoxError};
+use crate::transfer::{digest_matches, hash_stream, send_payload, BoxError, Writing};
 use mpquic_core::sim::Payload;
 
 /// The payload's seed, the same for every peer (tquic's served file too).
@@ -79,6 +80,38 @@ struct QuicServer {
     control: Control,
 }
 
+/// A kernel stream server (MPTCP or TCP).
+#[derive(Debug, Clone, Args)]
+struct StreamServer {
+    #[arg(long)]
+    listen: SocketAddr,
+    /// TCP congestion control (TCP_CONGESTION); the system default if not given.
+    #[arg(long)]
+    cc: Option<String>,
+}
+
+/// A kernel stream client (MPTCP or TCP).
+#[derive(Debug, Clone, Args)]
+struct StreamClient {
+    #[arg(long)]
+    remote: SocketAddr,
+    #[arg(long)]
+    size: u64,
+    /// TCP congestion control (TCP_CONGESTION); the system default if not given.
+    #[arg(long)]
+    cc: Option<String>,
+    /// Stops writing after this long even if `--size` is not reached (30s, 2m).
+    #[arg(long, value_parser = crate::transfer::parse_duration)]
+    duration: Option<Duration>,
+}
+
+/// Which kernel protocol a stream harness opens.
+#[derive(Debug, Clone, Copy)]
+enum Kernel {
+    Mptcp,
+    Tcp,
+}
+
 #[derive(Debug, Subcommand)]
 enum Role {
     /// A plain quinn server for one transfer.
@@ -105,22 +138,13 @@ enum Role {
         paths: u32,
     },
     /// A Linux MPTCP server (IPPROTO_MPTCP) for one transfer.
-    MptcpServer {
-        #[arg(long)]
-        listen: SocketAddr,
-        /// TCP congestion control (TCP_CONGESTION); the system default if not given.
-        #[arg(long)]
-        cc: Option<String>,
-    },
+    MptcpServer(StreamServer),
     /// A Linux MPTCP client: one connection, the kernel adds the subflows.
-    MptcpClient {
-        #[arg(long)]
-        remote: SocketAddr,
-        #[arg(long)]
-        size: u64,
-        #[arg(long)]
-        cc: Option<String>,
-    },
+    MptcpClient(StreamClient),
+    /// A plain TCP server for one transfer (`peers fairness`).
+    TcpServer(StreamServer),
+    /// A plain TCP client: one connection.
+    TcpClient(StreamClient),
     /// A noq client: a path to every remote, one stream.
     NoqClient {
         /// The server's addresses, comma-separated: the first is connected to, one path is
@@ -164,17 +188,21 @@ async fn role(role: &Role) -> Result<(), BoxError> {
             size,
             control,
         } => noq_client(remote, cert, *size, *control).await,
-        Role::MptcpServer { listen, cc } => mptcp_server(*listen, cc.as_deref()).await,
-        Role::MptcpClient { remote, size, cc } => mptcp_client(*remote, *size, cc.as_deref()).await,
+        Role::MptcpServer(server) => stream_server(Kernel::Mptcp, server).await,
+        Role::MptcpClient(client) => stream_client(Kernel::Mptcp, client).await,
+        Role::TcpServer(server) => stream_server(Kernel::Tcp, server).await,
+        Role::TcpClient(client) => stream_client(Kernel::Tcp, client).await,
     }
 }
 
-/// Client side: sends the payload, prints the JSON line (with `paths`, the transport's
-/// per-path statistics, unless null) and fails if the digests differ.
+/// Client side: sends the payload (for at most `for_at_most`, if set), prints the JSON line
+/// (with `paths`, the transport's per-path statistics, unless null) and fails if the digests
+/// differ.
 async fn send_and_check<W, R>(
     send: &mut W,
     recv: &mut R,
     size: u64,
+    for_at_most: Option<Duration>,
     paths: impl FnOnce() -> Value,
 ) -> Result<(), BoxError>
 where
@@ -183,13 +211,17 @@ where
 {
     let expected = Payload::digest(SEED, size);
     let start = Instant::now();
-    let digest = send_payload(send, recv, SEED, size, None).await?;
+    let writing = Writing {
+        rate_bps: None,
+        for_at_most,
+    };
+    let (digest, written) = send_payload(send, recv, SEED, size, writing).await?;
     let seconds = start.elapsed().as_secs_f64();
-    let matched = digest == expected;
+    let matched = digest_matches(&digest, &expected, SEED, size, written);
     let mut line = json!({
-        "bytes": size,
+        "bytes": written,
         "seconds": seconds,
-        "goodput_mbps": size as f64 * 8.0 / seconds.max(1e-9) / 1e6,
+        "goodput_mbps": written as f64 * 8.0 / seconds.max(1e-9) / 1e6,
         "sha256_match": matched,
     });
     let paths = paths();
@@ -274,7 +306,7 @@ macro_rules! serve_one {
 macro_rules! send_one {
     ($endpoint:expr, $conn:expr, $size:expr, $paths:expr) => {{
         let (mut send, mut recv) = $conn.open_bi().await?;
-        let outcome = send_and_check(&mut send, &mut recv, $size, $paths).await;
+        let outcome = send_and_check(&mut send, &mut recv, $size, None, $paths).await;
         $conn.close(0u32.into(), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(2), $endpoint.wait_idle()).await;
         outcome
@@ -370,10 +402,13 @@ fn noq_path_stats(conn: &noq::Connection, paths: usize) -> Value {
         .collect()
 }
 
-fn mptcp_socket(cc: Option<&str>) -> Result<socket2::Socket, BoxError> {
+fn stream_socket(kernel: Kernel, cc: Option<&str>) -> Result<socket2::Socket, BoxError> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP))
-        .map_err(|e| format!("cannot open an MPTCP socket (is net.mptcp.enabled 1?): {e}"))?;
+    let socket = match kernel {
+        Kernel::Mptcp => Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP))
+            .map_err(|e| format!("cannot open an MPTCP socket (is net.mptcp.enabled 1?): {e}"))?,
+        Kernel::Tcp => Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?,
+    };
     if let Some(cc) = cc {
         socket
             .set_tcp_congestion(cc.as_bytes())
@@ -384,24 +419,33 @@ fn mptcp_socket(cc: Option<&str>) -> Result<socket2::Socket, BoxError> {
     Ok(socket)
 }
 
-async fn mptcp_server(listen: SocketAddr, cc: Option<&str>) -> Result<(), BoxError> {
-    let socket = mptcp_socket(cc)?;
+/// Serves one transfer and prints a JSON line with what arrived when.
+async fn stream_server(kernel: Kernel, server: &StreamServer) -> Result<(), BoxError> {
+    let socket = stream_socket(kernel, server.cc.as_deref())?;
     socket.set_reuse_address(true)?;
-    socket.bind(&listen.into())?;
+    socket.bind(&server.listen.into())?;
     socket.listen(1)?;
     let listener = tokio::net::TcpListener::from_std(socket.into())?;
-    listening(listen);
+    listening(server.listen);
     let (mut stream, _) = listener.accept().await?;
     let (mut recv, mut send) = stream.split();
-    hash_stream(&mut recv, &mut send).await?;
+    let hashed = hash_stream(&mut recv, &mut send).await?;
+    println!(
+        "{}",
+        json!({ "role": "server", "bytes": hashed.bytes, "arrivals": hashed.arrivals.json() })
+    );
     // Until the client has read the digest and closed.
     let _ = tokio::time::timeout(LINGER, recv.read(&mut [0u8; 1])).await;
     Ok(())
 }
 
-async fn mptcp_client(remote: SocketAddr, size: u64, cc: Option<&str>) -> Result<(), BoxError> {
-    let socket = tokio::net::TcpSocket::from_std_stream(mptcp_socket(cc)?.into());
-    let mut stream = socket.connect(remote).await?;
+async fn stream_client(kernel: Kernel, client: &StreamClient) -> Result<(), BoxError> {
+    let socket = stream_socket(kernel, client.cc.as_deref())?;
+    let socket = tokio::net::TcpSocket::from_std_stream(socket.into());
+    let mut stream = socket.connect(client.remote).await?;
     let (mut recv, mut send) = stream.split();
-    send_and_check(&mut send, &mut recv, size, || Value::Null).await
+    send_and_check(&mut send, &mut recv, client.size, client.duration, || {
+        Value::Null
+    })
+    .await
 }

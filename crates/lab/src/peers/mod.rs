@@ -56,6 +56,7 @@
 
 mod bed;
 mod failover;
+mod fairness;
 mod harness;
 mod page;
 mod peer;
@@ -94,6 +95,8 @@ enum PeersCommand {
     Page(page::PageArgs),
     /// A steady stream while one path dies and comes back, for each path (root).
     Failover(failover::FailoverArgs),
+    /// One mpquic path against one kernel TCP flow on the same emulated link (root).
+    Fairness(fairness::FairnessArgs),
     /// The plain-quinn and noq bulk harnesses (started by `bulk` inside the testbed).
     #[command(hide = true)]
     Harness(harness::HarnessArgs),
@@ -134,10 +137,33 @@ pub fn run(args: &PeersArgs) -> Result<ExitCode, Failure> {
         PeersCommand::Bulk(bulk_args) => bulk(bulk_args),
         PeersCommand::Page(page_args) => page::run(page_args),
         PeersCommand::Failover(failover_args) => failover::run(failover_args),
+        PeersCommand::Fairness(fairness_args) => fairness::run(fairness_args),
         PeersCommand::Harness(harness_args) => harness::run(harness_args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(Failure::Testbed),
     }
+}
+
+/// Writes `OUT/{name}.jsonl` (a line per run) and `OUT/{name}.md` (`report`) and prints the
+/// report; the exit code fails if any run did (a line with an `error`).
+fn write_runs(
+    out: &std::path::Path,
+    name: &str,
+    lines: &[serde_json::Value],
+    report: &str,
+) -> Result<ExitCode, Failure> {
+    let jsonl: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(out.join(format!("{name}.jsonl")), jsonl)
+        .map_err(|e| Failure::Testbed(e.to_string()))?;
+    std::fs::write(out.join(format!("{name}.md")), report)
+        .map_err(|e| Failure::Testbed(e.to_string()))?;
+    println!("{report}");
+    let failed = lines.iter().any(|l| l.get("error").is_some());
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `100MB`, `10MiB`, `12345`.
