@@ -82,10 +82,13 @@ pub const STEPS: [Step; 5] = [
     },
 ];
 
-/// The workspace root: the parent of this crate's directory.
+/// The workspace root: the parent of this crate's directory. `cargo run` says where that is
+/// at run time; the path built in is the fallback, since one binary in a target directory
+/// that two checkouts share may have been built from the other one.
 pub fn workspace_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest.parent().unwrap_or(&manifest).to_path_buf()
 }
 
 /// The cargo to run: `$CARGO` (set by `cargo run`, so the same toolchain) or `cargo`.

@@ -40,7 +40,7 @@ mod table;
 mod testbed;
 pub mod transfer;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -161,13 +161,15 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The workspace root: two levels above this crate's directory (`crates/lab`).
+/// The workspace root: two levels above this crate's directory (`crates/lab`), as `cargo run`
+/// gives it at run time, else as built in (see `xtask/src/ci.rs`'s `workspace_root`).
 pub fn workspace_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     manifest
         .ancestors()
         .nth(2)
-        .unwrap_or(manifest)
+        .unwrap_or(&manifest)
         .to_path_buf()
 }
 
