@@ -21,6 +21,6 @@ pub mod site;
 pub use chromium::{Browser, Chromium, Window};
 pub use error::BrowserError;
 pub use load::{load_direct_in_browser, load_in_browser, page_server, BrowserLoad, BrowserOptions};
-pub use metrics::{PaintReport, ResourceTiming};
+pub use metrics::{PaintReport, PaintTimes, ResourceTiming};
 pub use proxy::{Proxy, ProxyLog};
 pub use site::{OrderCheck, OutOfOrder, Site, SiteFile};

@@ -81,11 +81,23 @@ pub fn metrics_script(expected: usize) -> String {
 pub struct PaintReport {
     /// The document's URL as the browser saw it.
     pub url: String,
+    /// When the document's last byte arrived.
+    pub document_end_ms: Option<f64>,
+    /// The browser's own milestones (flattened: one JSON object with the rest).
+    #[serde(flatten)]
+    pub times: PaintTimes,
+    /// The browser's resource timing log: every sub-resource it fetched, in the order it
+    /// started them.
+    pub resources: Vec<ResourceTiming>,
+}
+
+/// A load's milestones as the browser counts them, in ms since its navigation started; `None`
+/// where it reported none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaintTimes {
     /// When the browser sent the document's request: what came before (starting a renderer,
     /// the connection to the proxy) is the browser's, not the transport's.
     pub request_start_ms: Option<f64>,
-    /// When the document's last byte arrived.
-    pub document_end_ms: Option<f64>,
     /// First paint.
     pub first_paint_ms: Option<f64>,
     /// First contentful paint (FCP).
@@ -96,9 +108,6 @@ pub struct PaintReport {
     pub dom_content_loaded_ms: Option<f64>,
     /// The start of the `load` event: the page load time (PLT) as the browser counts it.
     pub load_ms: Option<f64>,
-    /// The browser's resource timing log: every sub-resource it fetched, in the order it
-    /// started them.
-    pub resources: Vec<ResourceTiming>,
 }
 
 /// One entry of the browser's resource timing log.
@@ -147,8 +156,9 @@ mod tests {
                 "resources":[{"url":"https://a.test/s.css","start_ms":5,"end_ms":9,"initiator":"link"}]}"#,
         )
         .unwrap();
-        assert_eq!(report.fcp_ms, Some(12.5));
-        assert_eq!(report.first_paint_ms, None);
+        assert_eq!(report.times.fcp_ms, Some(12.5));
+        assert_eq!(report.times.first_paint_ms, None);
+        assert_eq!(report.document_end_ms, Some(8.0));
         assert_eq!(report.resources[0].initiator, "link");
     }
 }

@@ -41,8 +41,8 @@ async fn chromium_reports_the_first_contentful_paint_of_a_page_over_mpquic() {
     let _ = std::fs::remove_file(&png);
     let load = load.unwrap();
     let paint = &load.paint;
-    let fcp = paint.fcp_ms.expect("the browser reported FCP");
-    let plt = paint.load_ms.expect("the browser reported load");
+    let fcp = paint.times.fcp_ms.expect("the browser reported FCP");
+    let plt = paint.times.load_ms.expect("the browser reported load");
     assert!(fcp > 0.0 && plt > 0.0, "{paint:?}");
     // Every object came through the proxy, over both paths.
     assert_eq!(load.proxy.forwarded, 3, "{:?}", load.proxy);
@@ -72,7 +72,7 @@ async fn chromium_loads_the_same_page_over_plain_quinn() {
         .await
         .unwrap();
     assert_eq!(load.transport, "quinn");
-    assert!(load.paint.fcp_ms.is_some(), "{:?}", load.paint);
+    assert!(load.paint.times.fcp_ms.is_some(), "{:?}", load.paint);
     assert_eq!(load.proxy.forwarded, 3, "{:?}", load.proxy);
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use mpquic_browser::{load_in_browser, BrowserLoad, BrowserOptions, Chromium, Site};
+use mpquic_browser::{load_in_browser, BrowserLoad, BrowserOptions, Chromium, PaintTimes, Site};
 use mpquic_replay::{load_page, LoadReport, Mode, RunConfig, Transport};
 use serde::{Deserialize, Serialize};
 
@@ -85,18 +85,9 @@ pub struct BrowserRecord {
     /// `loopback` or `netns` (loopback in records written before the field was).
     #[serde(default = "loopback")]
     pub mode: String,
-    /// When the browser sent the document's request (its own start-up before that).
-    pub request_start_ms: Option<f64>,
-    /// The browser's first paint.
-    pub first_paint_ms: Option<f64>,
-    /// The browser's first contentful paint.
-    pub fcp_ms: Option<f64>,
-    /// The browser's largest contentful paint.
-    pub lcp_ms: Option<f64>,
-    /// The browser's `DOMContentLoaded` end.
-    pub dom_content_loaded_ms: Option<f64>,
-    /// The browser's `load` (its PLT), or the replay client's PLT.
-    pub load_ms: Option<f64>,
+    /// The browser's milestones; for the replay client only `load_ms`, its PLT.
+    #[serde(flatten)]
+    pub times: PaintTimes,
     /// The replay client's FRT (last critical object).
     pub frt_ms: Option<f64>,
     /// Objects the browser asked for that the page does not have.
@@ -125,12 +116,7 @@ impl BrowserRecord {
             rep,
             client: client.to_owned(),
             mode: run.mode.name().to_owned(),
-            request_start_ms: None,
-            first_paint_ms: None,
-            fcp_ms: None,
-            lcp_ms: None,
-            dom_content_loaded_ms: None,
-            load_ms: None,
+            times: PaintTimes::default(),
             frt_ms: None,
             unknown: 0,
             missing: 0,
@@ -154,12 +140,7 @@ impl BrowserRecord {
         self.missing = order.missing.len();
         self.repeated = order.repeated.len();
         self.out_of_order = order.out_of_order.len();
-        self.request_start_ms = paint.request_start_ms;
-        self.first_paint_ms = paint.first_paint_ms;
-        self.fcp_ms = paint.fcp_ms;
-        self.lcp_ms = paint.lcp_ms;
-        self.dom_content_loaded_ms = paint.dom_content_loaded_ms;
-        self.load_ms = paint.load_ms;
+        self.times = paint.times.clone();
         self.unknown = load.proxy.unknown.len();
         self
     }
@@ -169,7 +150,7 @@ impl BrowserRecord {
         match outcome {
             Ok(report) => {
                 self.frt_ms = Some(report.frt_ms);
-                self.load_ms = Some(report.plt_ms);
+                self.times.load_ms = Some(report.plt_ms);
             }
             Err(e) => self.error = Some(e),
         }
@@ -449,12 +430,12 @@ fn render_report(records: &[BrowserRecord], rows: &[String], mode: Mode) -> Stri
         let metric =
             |row: &str, client: &str, f: Metric| summary(records, (scenario, page, row, client), f);
         let columns: [(&str, &str, Metric); 6] = [
-            ("FCP", "chromium", |r| r.fcp_ms),
+            ("FCP", "chromium", |r| r.times.fcp_ms),
             ("FCP - request", "chromium", fcp_from_request),
-            ("LCP", "chromium", |r| r.lcp_ms),
-            ("load", "chromium", |r| r.load_ms),
+            ("LCP", "chromium", |r| r.times.lcp_ms),
+            ("load", "chromium", |r| r.times.load_ms),
             ("replay FRT", "replay", |r| r.frt_ms),
-            ("replay PLT", "replay", |r| r.load_ms),
+            ("replay PLT", "replay", |r| r.times.load_ms),
         ];
         let in_cell = || {
             records
@@ -552,8 +533,11 @@ fn charts(
                     values("chromium", fcp_from_request),
                 ),
                 ("replay FRT (ms)", values("replay", |r| r.frt_ms)),
-                ("Chromium load (ms)", values("chromium", |r| r.load_ms)),
-                ("replay PLT (ms)", values("replay", |r| r.load_ms)),
+                (
+                    "Chromium load (ms)",
+                    values("chromium", |r| r.times.load_ms),
+                ),
+                ("replay PLT (ms)", values("replay", |r| r.times.load_ms)),
             ],
         )
         .map_err(|e| Failure::Experiment(format!("{}: {e}", file.display())))?;
@@ -564,7 +548,7 @@ fn charts(
 
 /// FCP counted from the browser's request for the document, as the replay client counts.
 fn fcp_from_request(r: &BrowserRecord) -> Option<f64> {
-    Some(r.fcp_ms? - r.request_start_ms?)
+    Some(r.times.fcp_ms? - r.times.request_start_ms?)
 }
 
 /// `cargo xtask demo --browser`: `page` in Chromium over pb-high with priority-bucket and lrf,
@@ -613,9 +597,9 @@ pub fn demo(page: &str, reps: u32) -> Result<(), Failure> {
         };
         println!(
             "{row:<16} {:>CELL$} {:>CELL$} {:>CELL$}",
-            cell(|l| l.paint.fcp_ms),
-            cell(|l| l.paint.lcp_ms),
-            cell(|l| l.paint.load_ms)
+            cell(|l| l.paint.times.fcp_ms),
+            cell(|l| l.paint.times.lcp_ms),
+            cell(|l| l.paint.times.load_ms)
         );
     }
     println!("screenshot: {}", png.display());
