@@ -51,6 +51,10 @@ pub(crate) struct TelemetryState {
     /// now: in a slow-start round most of it was sent after the last batch. (ACK-only packets
     /// count too, a few bytes high until the next batch resets it.)
     sent_since_acks: u64,
+    /// Stream and control bytes handed to quinn that it has not sent yet. Every packet quinn
+    /// sends counts against it (ACK-only packets and re-sends too, so it errs low), and an ack
+    /// batch that finds quinn with nothing to send clears it.
+    queued: u64,
     /// The wrapped controller's own window.
     controller_window: u64,
     /// Whether the wrapped controller is in slow start (below its threshold).
@@ -94,6 +98,7 @@ impl Telemetry {
                 cwnd: 0,
                 in_flight: 0,
                 sent_since_acks: 0,
+                queued: 0,
                 controller_window: 0,
                 slow_start: false,
                 credit: 0,
@@ -129,7 +134,9 @@ impl Telemetry {
             bandwidth: Bandwidth::from_bytes_per_sec(state.bandwidth.bandwidth())
                 .unwrap_or(Bandwidth::UNIT),
             cwnd: state.cwnd,
-            bytes_in_flight: state.in_flight,
+            // What the path has taken on: in flight, or waiting in quinn to leave. Counting the
+            // waiting bytes keeps the scheduler from committing more than a window to a path.
+            bytes_in_flight: state.in_flight_now().saturating_add(state.queued),
         }
     }
 
@@ -167,9 +174,11 @@ impl Telemetry {
         s.cwnd = s.controller_window.saturating_add(bonus);
     }
 
-    /// The path's sender wrote stream data: from now on an acknowledgement is due.
-    pub(crate) fn data_written(&self, now: Instant) {
-        self.lock().unacked_since.get_or_insert(now);
+    /// The path's sender handed `bytes` to quinn: from now on an acknowledgement is due.
+    pub(crate) fn data_written(&self, now: Instant, bytes: u64) {
+        let mut s = self.lock();
+        s.unacked_since.get_or_insert(now);
+        s.queued = s.queued.saturating_add(bytes);
     }
 
     /// A factory that wraps `inner`'s controllers so they report to `self`.
@@ -246,6 +255,7 @@ impl Controller for TelemetryController {
             .on_packet_sent(now, bytes, in_flight, app_limited);
         s.sent.push(now, state);
         s.sent_since_acks = s.sent_since_acks.saturating_add(bytes);
+        s.queued = s.queued.saturating_sub(bytes);
         // quinn reports every packet here, ACK-only ones too, which never come back acked: so
         // bytes in flight come from quinn's own count at each ack batch, not from summing these.
         self.telemetry
@@ -286,6 +296,9 @@ impl Controller for TelemetryController {
             }
             s.in_flight = in_flight;
             s.sent_since_acks = 0;
+            if app_limited {
+                s.queued = 0;
+            }
             // quinn's acknowledgements caught up with (at most) these credited bytes.
             s.credit = s
                 .credit
@@ -532,6 +545,27 @@ mod tests {
         // quinn's batch resets the count to its own.
         controller.on_end_acks(now, 0, false, None);
         assert_eq!(telemetry.lock().credit, 0);
+    }
+
+    #[test]
+    fn bytes_waiting_in_quinn_take_the_window_until_quinn_has_sent_them() {
+        let (telemetry, _, mut controller) = wrapped(u64::MAX);
+        let now = Instant::now();
+        let room = || telemetry.snapshot(PathId(0), PathStatus::Available).room();
+        controller.on_end_acks(now, 0, true, None);
+        assert_eq!(room(), 12_000);
+        // The sender hands quinn 8000 bytes: they are the path's before they leave.
+        telemetry.data_written(now, 8_000);
+        assert_eq!(room(), 4_000);
+        // quinn sends them in packets a little larger (headers): still taken, now in flight.
+        controller.on_sent(now, 5_000, 1);
+        controller.on_sent(now, 3_200, 2);
+        assert_eq!(telemetry.lock().queued, 0);
+        assert_eq!(room(), 12_000 - 8_200);
+        // Acked; quinn then found nothing to send, so nothing can still be waiting in it.
+        telemetry.data_written(now, 500);
+        controller.on_end_acks(now, 0, true, None);
+        assert_eq!(room(), 12_000);
     }
 
     #[test]

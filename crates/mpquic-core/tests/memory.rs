@@ -58,13 +58,13 @@ fn server_config() -> Config {
     config
 }
 
-/// The live heap once it stops moving (two samples 50 ms apart within 64 KiB, at most 3 s).
+/// The live heap once it stops moving (two samples 50 ms apart within 1 KiB, at most 3 s).
 async fn settled_heap() -> i64 {
     let mut last = LIVE.load(Ordering::Relaxed);
     for _ in 0..60 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let now = LIVE.load(Ordering::Relaxed);
-        if (now - last).abs() < 64 * 1024 {
+        if (now - last).abs() < 1024 {
             return now;
         }
         last = now;
@@ -234,11 +234,13 @@ async fn resets_free_what_their_streams_buffered() {
 /// keeps the state of each stream id a path has allowed, about 1 KB each, so the heap may grow
 /// while the paths allow their first ids and not after. Each path allows what the streams open
 /// on it need (`crates/mpquic-core/src/chunk_limit.rs`), not the 2112 the limits would permit,
-/// so it stops growing within the warm-up.
+/// so it stops growing within the warm-up. The warm-up also fills bounded logs such as
+/// re-injection's arrival log: after 300 streams they still grew by 18-79 KB, after 900 by
+/// at most 8 KB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_lived_session_keeps_what_its_open_streams_need() {
     let _serial = SERIAL.lock().await;
-    const WARM_UP: u64 = 300;
+    const WARM_UP: u64 = 900;
     const MEASURED: u64 = 300;
     let pair = common::pair_with(2, Config::default()).await;
     common::serve_hashes(pair.server.clone());

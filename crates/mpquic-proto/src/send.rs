@@ -239,6 +239,15 @@ pub struct ChunkWork {
 }
 
 impl ChunkWork {
+    /// The stream bytes this work carries.
+    pub fn bytes(&self) -> u64 {
+        self.pieces
+            .iter()
+            .flat_map(|(_, parts)| parts)
+            .map(|part| part.len() as u64)
+            .sum()
+    }
+
     /// Appends a later grant of the same stream, joining byte-contiguous pieces.
     pub(crate) fn merge(&mut self, later: ChunkWork) {
         for (offset, parts) in later.pieces {

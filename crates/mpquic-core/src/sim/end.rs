@@ -654,7 +654,7 @@ impl End {
                 progress |= n > 0;
                 if n > 0 {
                     // As the quinn driver's control writer: control frames want acks too.
-                    path.telemetry.data_written(now);
+                    path.telemetry.data_written(now, n as u64);
                 }
             }
         }
@@ -708,7 +708,8 @@ impl End {
                     return progress;
                 }
                 Step::Send(batch) => {
-                    path.telemetry.data_written(now);
+                    path.telemetry
+                        .data_written(now, batch.iter().map(ChunkWork::bytes).sum());
                     path.queue(batch);
                     progress = true;
                 }
