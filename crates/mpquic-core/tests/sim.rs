@@ -446,24 +446,32 @@ proptest! {
 /// pb-high's two paths (10 Mbit/s, 5 ms and 40 Mbit/s, 25 ms one way, `LinkConfig::from_spec`
 /// queues); path `dies` goes down in both directions at `down`, and up again at `up` if set.
 fn pb_high(dies: usize, down: Duration, up: Option<Duration>) -> Vec<PathLinks> {
-    let scenario = Scenario::by_name("pb-high").unwrap();
+    preset_with("pb-high", 0, |k, c| {
+        if k == dies {
+            c.events.push(TimedEvent {
+                at: down,
+                action: EventAction::Down,
+            });
+            c.events.extend(up.map(|at| TimedEvent {
+                at,
+                action: EventAction::Up,
+            }));
+        }
+    })
+}
+
+/// The links of the scenario preset `name` (`LinkConfig::from_spec`), seeded from `seed`, each
+/// direction's config of path `k` changed by `edit(k, config)` first.
+fn preset_with(name: &str, seed: u64, edit: impl Fn(usize, &mut LinkConfig)) -> Vec<PathLinks> {
+    let scenario = Scenario::by_name(name).unwrap();
     scenario
         .paths
         .iter()
         .enumerate()
         .map(|(k, spec)| {
             let config = |direction: u64| {
-                let mut c = LinkConfig::from_spec(spec, 2 * k as u64 + direction);
-                if k == dies {
-                    c.events.push(TimedEvent {
-                        at: down,
-                        action: EventAction::Down,
-                    });
-                    c.events.extend(up.map(|at| TimedEvent {
-                        at,
-                        action: EventAction::Up,
-                    }));
-                }
+                let mut c = LinkConfig::from_spec(spec, 16 * seed + 2 * k as u64 + direction);
+                edit(k, &mut c);
                 c
             };
             (emulated(config(1)), emulated(config(2)))
@@ -915,21 +923,6 @@ fn stop_sending_after_the_fin_resets_with_the_announced_final_size() {
     }
 }
 
-/// The links of a scenario preset, seeded from `seed`.
-fn preset(name: &str, seed: u64) -> Vec<PathLinks> {
-    let scenario = Scenario::by_name(name).unwrap();
-    scenario
-        .paths
-        .iter()
-        .enumerate()
-        .map(|(k, spec)| {
-            let config =
-                |direction: u64| LinkConfig::from_spec(spec, 16 * seed + 2 * k as u64 + direction);
-            (emulated(config(1)), emulated(config(2)))
-        })
-        .collect()
-}
-
 /// 2% random loss on both of pb-high's paths costs little more than the 2%. quinn keeps a
 /// stream's bytes in its send window from the oldest unacknowledged one on, so a window of
 /// one and a half congestion windows held a lossy path to 75% of the summed rates here
@@ -940,7 +933,7 @@ fn random_loss_of_two_percent_keeps_a_bulk_transfer_near_the_paths_rates() {
     let rates: u64 = scenario.paths.iter().map(|p| p.rate_bps).sum();
     let data = payload(3, 20_000_000);
     for seed in 1..=3 {
-        let links = preset("pb-high-lossy", seed);
+        let links = preset_with("pb-high-lossy", seed, |_, _| {});
         let mut pair = Pair::new(&Config::default(), &Config::default(), links, seed).unwrap();
         assert!(pair.connect(Duration::from_secs(2)), "paths up");
         let start = pair.elapsed();

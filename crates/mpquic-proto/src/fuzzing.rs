@@ -137,13 +137,7 @@ impl StateDriver {
         let work = self
             .0
             .take_grant(PathId(path), StreamId(id), bytes, expected)?;
-        Some(
-            work.pieces
-                .iter()
-                .flat_map(|(_, parts)| parts)
-                .map(|p| p.len() as u64)
-                .sum(),
-        )
+        Some(work.bytes())
     }
 
     /// The control frames due at `now`, with the path each must take.
