@@ -27,10 +27,7 @@ pub use crate::direction::DirectionStats;
 use crate::direction::{Delivery, Direction, Outlet};
 use crate::error::NetnsError;
 use crate::pump::{self, Inlet, Input, Output, Shared};
-use mpquic_scenario::link::{Link, LinkConfig};
-
-/// Bytes of IPv4 (20) and UDP (8) headers charged to the link for every relayed datagram.
-pub const IP_UDP_OVERHEAD: usize = 28;
+use mpquic_scenario::link::{Link, LinkConfig, IP_UDP_OVERHEAD};
 
 /// Hands out relay ids for thread names, so that [`Relay::cpu_time`] finds its own threads even
 /// when several relays run in one process.

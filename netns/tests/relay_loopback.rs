@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use mpquic_netns::error::NetnsError;
 use mpquic_netns::loopback::LoopbackTestbed;
 use mpquic_netns::probe::{Direction, ProbeServer, Prober};
-use mpquic_netns::relay::{Relay, RelayPath, IP_UDP_OVERHEAD};
+use mpquic_netns::relay::{Relay, RelayPath};
 use mpquic_scenario::events::TimedEvent;
 use mpquic_scenario::link::LinkConfig;
+use mpquic_scenario::link::IP_UDP_OVERHEAD;
 use mpquic_scenario::{PathSpec, Scenario};
 
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 
 use mpquic_proto::Side;
 use mpquic_scenario::default_queue_bytes;
+use mpquic_scenario::link::IP_UDP_OVERHEAD;
 
 use crate::config::Config;
 use crate::tls::{CertificateError, SelfSigned};
@@ -64,8 +65,9 @@ use end::Datagram;
 
 /// One direction of a simulated path.
 pub trait Link {
-    /// A datagram of `len` bytes enters the link at `now` (since the simulation's start): when
-    /// it reaches the far end, or `None` if it is lost. Arrivals never come before `now`.
+    /// A datagram enters the link at `now` (since the simulation's start) as an IP packet of
+    /// `len` bytes (its payload and [`IP_UDP_OVERHEAD`]): when it reaches the far end, or `None`
+    /// if it is lost. Arrivals never come before `now`.
     fn offer(&mut self, now: Duration, len: usize) -> Option<Duration>;
 }
 
@@ -311,7 +313,7 @@ impl Pair {
             (None, Some(k)) => &mut self.links[k].1,
             (None, None) => return,
         };
-        match link.offer(self.now - self.epoch, data.len()) {
+        match link.offer(self.now - self.epoch, data.len() + IP_UDP_OVERHEAD) {
             Some(arrival) => {
                 let at = (self.epoch + arrival).max(self.now);
                 self.in_flight.insert((at, self.sent), (from, to, data));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::payload;
 
-use mpquic_core::sim::{Link, Pair, PathLinks};
+use mpquic_core::sim::{Link, Pair, PathLinks, BLOCK};
 use mpquic_core::{Config, PathEvent, PathId, PathSet, Priority, ReadError, ReinjectionConfig};
 use mpquic_scenario::events::{EventAction, TimedEvent};
 use mpquic_scenario::link::{self, LinkConfig, Loss};
@@ -492,6 +492,10 @@ struct Steady {
 }
 
 /// Writes `len` bytes on one client stream at `rate_bps`, read at the server as they come.
+/// Blocks of [`BLOCK`] bytes are written as they fall due, as the testbed's writer does
+/// (`send_payload` in `crates/lab/src/transfer.rs`). Writing whatever is due at every step of
+/// the simulation would tie the write size to the packet rate: more packets, smaller writes,
+/// and at 20 Mbit/s a flood of 50-byte packets that overflows the 40 Mbit/s path's queue.
 fn steady_stream(pair: &mut Pair, rate_bps: u64, len: usize, limit: Duration) -> Steady {
     assert!(pair.connect(Duration::from_secs(2)), "paths up");
     let data = payload(1, len);
@@ -506,12 +510,16 @@ fn steady_stream(pair: &mut Pair, rate_bps: u64, len: usize, limit: Duration) ->
     let mut accepted = false;
     let done = pair.run_until(limit, |pair| {
         let now = pair.now();
-        let due = ((now - start).as_secs_f64() * rate_bps as f64 / 8.0) as usize;
-        while written < due.min(len) {
+        while written < len {
+            let block_start = written / BLOCK * BLOCK;
+            if now < start + Duration::from_secs_f64(block_start as f64 * 8.0 / rate_bps as f64) {
+                break;
+            }
+            let block_end = (block_start + BLOCK).min(len);
             let n = pair
                 .client
                 .core
-                .write(stream, &data[written..due.min(len)], now)
+                .write(stream, &data[written..block_end], now)
                 .unwrap();
             if n == 0 {
                 break;

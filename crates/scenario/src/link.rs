@@ -20,6 +20,11 @@ use crate::trace::{duration_from_nanos, Trace, NANOS_PER_SEC, OPPORTUNITY_BYTES}
 /// The smallest queue a link accepts: one 1500-byte packet.
 const ONE_PACKET_QUEUE_BYTES: u64 = 1500;
 
+/// Bytes of IPv4 (20) and UDP (8) headers: what a link carries on top of each UDP payload.
+/// The testbed's links see whole IP packets, so a simulation that offers datagrams charges
+/// their payload plus this.
+pub const IP_UDP_OVERHEAD: usize = 28;
+
 /// Random loss, decided once per arriving packet.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Loss {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Direction, GoodputStats, LossStats, Prober, RttStats};
 use crate::error::NetnsError;
-use crate::relay::IP_UDP_OVERHEAD;
+use mpquic_scenario::link::IP_UDP_OVERHEAD;
 
 /// The fidelity bars of the testbed issue: RTT median within this of configured.
 pub const RTT_TOLERANCE: Duration = Duration::from_millis(1);

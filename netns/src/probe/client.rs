@@ -15,7 +15,7 @@ use super::{
     GOODPUT_OVERDRIVE, HEADER_BYTES, MAX_DATAGRAM, POLL, REPORT_REPLY, REPORT_REQUEST,
 };
 use crate::error::NetnsError;
-use crate::relay::IP_UDP_OVERHEAD;
+use mpquic_scenario::link::IP_UDP_OVERHEAD;
 
 /// Round-trip time over the path, with each direction's one-way delay.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::NetnsError;
-use crate::relay::IP_UDP_OVERHEAD;
+use mpquic_scenario::link::IP_UDP_OVERHEAD;
 
 pub use check::{
     binomial_acceptance, check_path, wilson_interval, PathCheck, CHECK_GOODPUT_TIME,

@@ -15,7 +15,7 @@ use super::{
     MAX_SESSIONS, POLL, REPORT_REPLY, REPORT_REQUEST,
 };
 use crate::error::NetnsError;
-use crate::relay::IP_UDP_OVERHEAD;
+use mpquic_scenario::link::IP_UDP_OVERHEAD;
 
 /// Data-packet arrivals of one session, as counted by whoever receives them.
 #[derive(Debug, Clone, Copy)]
