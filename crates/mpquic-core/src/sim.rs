@@ -251,8 +251,8 @@ impl Pair {
     }
 
     /// Lets both ends act at the current instant, then moves to the next instant something is
-    /// due (at most `deadline`) and delivers what arrives then. `false`: nothing is left to
-    /// happen.
+    /// due (at most `deadline`), delivers what arrives then and lets both ends take it in.
+    /// `false`: nothing is left to happen.
     pub fn step(&mut self) -> bool {
         self.step_before(self.now + Duration::from_secs(3600))
     }
@@ -284,6 +284,9 @@ impl Pair {
                 self.server.deliver((from, to, data));
             }
         }
+        // The ends take in what arrived and what fell due before the application looks, so
+        // that it sees at this instant what a socket would have handed it now.
+        self.settle();
         true
     }
 

@@ -48,6 +48,57 @@ fn two_paths(rate_bps: u64, down_at: Option<Duration>) -> Vec<PathLinks> {
         .collect()
 }
 
+/// An application sees bytes at the instant their datagram arrives: a request over a path of
+/// 5 ms each way and its answer take one round trip, not an extra wait at each end for
+/// whatever happens next.
+#[test]
+fn a_request_and_its_answer_take_one_round_trip() {
+    let link = |seed| {
+        let mut c = LinkConfig::new(10_000_000, Duration::from_millis(5));
+        c.seed = seed;
+        emulated(c)
+    };
+    let mut pair = Pair::new(
+        &Config::default(),
+        &Config::default(),
+        vec![(link(1), link(2))],
+        1,
+    )
+    .unwrap();
+    assert!(pair.connect(Duration::from_secs(2)), "path up");
+    let (start, now) = (pair.elapsed(), pair.now());
+    let stream = pair.client.core.open(false, now).unwrap();
+    pair.client.core.write(stream, b"request", now).unwrap();
+    pair.client.core.finish(stream, now).unwrap();
+    let (mut accepted, mut answered) = (false, false);
+    let done = pair.run_until(Duration::from_secs(1), |pair| {
+        let now = pair.now();
+        accepted = accepted || pair.server.core.accept(false) == Some(stream);
+        while let Some(Ok(read)) = (accepted && !answered)
+            .then(|| pair.server.core.read(stream, usize::MAX))
+            .flatten()
+        {
+            if read.is_none() {
+                pair.server.core.write(stream, b"answer", now).unwrap();
+                pair.server.core.finish(stream, now).unwrap();
+                answered = true;
+            }
+        }
+        while let Some(Ok(read)) = pair.client.core.read(stream, usize::MAX) {
+            if read.is_none() {
+                return true;
+            }
+        }
+        false
+    });
+    assert!(done, "answered");
+    let round_trip = pair.elapsed() - start;
+    assert!(
+        round_trip < Duration::from_millis(11),
+        "10 ms of delay took {round_trip:?}"
+    );
+}
+
 /// What a transfer measured: when it completed, what arrived, what the links carried, which
 /// paths went down, and the stream's bytes sent on each path.
 #[derive(Debug, PartialEq)]
