@@ -975,6 +975,11 @@ async fn write_work(
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
                 let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
+                // Before the first write: quinn queues a stream for sending at the priority it
+                // has when its first bytes arrive, and keeps it at that level until it sends a
+                // frame of it. Set after the header, every new stream went out at priority 0,
+                // behind the rest of any less urgent stream already sending.
+                let _ = stream.set_priority(work.priority);
                 let mut header = Vec::new();
                 wire::encode_chunk_stream_header(work.stream, &mut header)
                     .map_err(|e| e.to_string())?;
