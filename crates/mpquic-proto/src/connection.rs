@@ -35,6 +35,12 @@ use crate::wire::{Frame, Params, MAX_VARINT};
 /// Largest grant asked of the scheduler at once, so that decisions stay close to the wire.
 const MAX_GRANT: u64 = 64 * 1024;
 
+/// Streams this urgent (RFC 9218's highest: a page's document, CSS and blocking scripts) may
+/// be granted past a full window ([`Scheduler::poll_send_urgent`]): the driver hands them to
+/// quinn with a higher stream priority, so they go out ahead of the less urgent bytes the
+/// path holds unsent, instead of behind all of them.
+const PAST_THE_WINDOW: Urgency = Urgency::HIGHEST;
+
 /// Which end of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -1828,8 +1834,15 @@ impl Connection {
             self.paths_to_wake.extend(idle.map(|(id, _)| *id));
         }
         let room = snapshot.room().min(MAX_GRANT);
+        // Past the window, urgent streams may commit up to one more window: quinn's send
+        // window (three windows) takes it.
+        let urgent_room = snapshot
+            .cwnd
+            .saturating_mul(2)
+            .saturating_sub(snapshot.bytes_in_flight)
+            .min(MAX_GRANT);
         let wait = self.scheduler.poll_timeout();
-        if room == 0 {
+        if room == 0 && urgent_room == 0 {
             return (Step::Wait(wait), retire);
         }
         // Fill the room in one go: schedulers that grant a packet at a time (LRF's round robin)
@@ -1871,11 +1884,31 @@ impl Connection {
             }
             push_work(&mut batch, work);
         }
+        if left == 0 {
+            let mut urgent_left = urgent_room.saturating_sub(room);
+            while let Some(grant) =
+                self.scheduler
+                    .poll_send_urgent(now, path, urgent_left, PAST_THE_WINDOW)
+            {
+                urgent_left = urgent_left.saturating_sub(grant.bytes);
+                let Some(work) = self.take_grant(path, grant.stream, grant.bytes, expected(0))
+                else {
+                    continue;
+                };
+                if !work.pieces.is_empty() || work.all_granted {
+                    push_work(&mut batch, work);
+                }
+            }
+        }
         if !batch.is_empty() {
             if let Some(entry) = self.paths.get(&path) {
                 entry.telemetry.set_app_limited(false);
             }
             return (Step::Send(batch), retire);
+        }
+        if room == 0 {
+            // The window is full: the path waits for acks, it is not short of data.
+            return (Step::Wait(wait), retire);
         }
         if let Some(entry) = self.paths.get_mut(&path) {
             entry.telemetry.set_app_limited(true);

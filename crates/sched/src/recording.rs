@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::{
     Grant, PathId, PathSnapshot, Reinjection, SchedError, Scheduler, StreamId, StreamMeta,
+    Urgency,
 };
 
 /// One recorded event.
@@ -128,6 +129,18 @@ impl Scheduler for Recording {
 
     fn poll_send(&mut self, now: Instant, path: PathId, room: u64) -> Option<Grant> {
         let grant = self.inner.poll_send(now, path, room)?;
+        self.record(Recorded::Grant { path, grant });
+        Some(grant)
+    }
+
+    fn poll_send_urgent(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        room: u64,
+        urgency: Urgency,
+    ) -> Option<Grant> {
+        let grant = self.inner.poll_send_urgent(now, path, room, urgency)?;
         self.record(Recorded::Grant { path, grant });
         Some(grant)
     }

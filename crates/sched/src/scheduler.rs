@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::{Grant, PathId, PathSnapshot, SchedError, StreamId, StreamMeta};
+use crate::{Grant, PathId, PathSnapshot, SchedError, StreamId, StreamMeta, Urgency};
 
 /// Decides which stream's bytes go on which path.
 ///
@@ -23,7 +23,9 @@ use crate::{Grant, PathId, PathSnapshot, SchedError, StreamId, StreamMeta};
 ///    [`on_stream_finished`](Scheduler::on_stream_finished), and the end of a stream with
 ///    [`on_stream_closed`](Scheduler::on_stream_closed) (all acknowledged, or reset).
 /// 3. Whenever a path has congestion-window room, call [`poll_send`](Scheduler::poll_send) with
-///    that room until it returns `None` or the room is used. Every grant is taken as sent: the
+///    that room until it returns `None` or the room is used; once it is used, a transport that
+///    sends urgent streams first may offer more with
+///    [`poll_send_urgent`](Scheduler::poll_send_urgent). Every grant is taken as sent: the
 ///    transport sends exactly `bytes` of that stream's next unsent data on that path.
 /// 4. Before re-sending bytes that are still in flight on another path, ask
 ///    [`on_reinjection`](Scheduler::on_reinjection) who decides where they go.
@@ -64,6 +66,22 @@ pub trait Scheduler: Send + fmt::Debug {
     /// `path` has `room` bytes of congestion window: which stream sends, and how much?
     /// `None` means nothing for this path now (possibly on purpose, to wait for a faster path).
     fn poll_send(&mut self, now: Instant, path: PathId, room: u64) -> Option<Grant>;
+
+    /// `path`'s window is full, but the transport sends a path's more urgent streams first
+    /// among the bytes it holds: a stream of urgency at most `urgency` may send up to `room`
+    /// bytes past the window, to go out ahead of the less urgent bytes the path holds but has
+    /// not sent. Like [`poll_send`](Scheduler::poll_send) otherwise. The default grants
+    /// nothing: a scheduler without urgencies keeps to the window.
+    fn poll_send_urgent(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        room: u64,
+        urgency: Urgency,
+    ) -> Option<Grant> {
+        let _ = (now, path, room, urgency);
+        None
+    }
 
     /// When the scheduler wants [`poll_send`](Scheduler::poll_send) to be tried again even if
     /// nothing else happens (e.g. a deliberate wait expires).

@@ -14,7 +14,7 @@ use buckets::{BucketKey, PathBuckets};
 use crate::drift;
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, PathTable, SchedError, Scheduler, StreamId, StreamMeta,
-    StreamState, StreamTable, MAX_PATHS,
+    StreamState, StreamTable, Urgency, MAX_PATHS,
 };
 
 /// Tuning of [`PriorityBucket`] beyond the paper.
@@ -310,12 +310,11 @@ impl PriorityBucket {
 
     /// The stream a path sends next: the first in bucket order with quota there and data,
     /// small streams that waited counted in the bucket they have risen to.
-    fn next_on(&self, path: PathId, now: Instant) -> Option<(BucketKey, u64)> {
+    fn next_on(&self, path: PathId, now: Instant, most: Urgency) -> Option<(BucketKey, u64)> {
         let streams = &self.streams;
-        let mut ready = self
-            .path_buckets(path)?
-            .iter()
-            .filter(|(key, _)| streams.get(key.stream).is_some_and(|s| s.queued > 0));
+        let mut ready = self.path_buckets(path)?.iter().filter(|(key, _)| {
+            key.urgency <= most && streams.get(key.stream).is_some_and(|s| s.queued > 0)
+        });
         if self.config.small_stream == 0 {
             return ready.next();
         }
@@ -450,10 +449,27 @@ impl Scheduler for PriorityBucket {
     }
 
     fn poll_send(&mut self, now: Instant, path: PathId, room: u64) -> Option<Grant> {
+        self.grant(now, path, room, Urgency::LOWEST)
+    }
+
+    fn poll_send_urgent(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        room: u64,
+        urgency: Urgency,
+    ) -> Option<Grant> {
+        self.grant(now, path, room, urgency)
+    }
+}
+
+impl PriorityBucket {
+    /// The next grant on `path` from the buckets of urgency at most `most`.
+    fn grant(&mut self, now: Instant, path: PathId, room: u64, most: Urgency) -> Option<Grant> {
         if room == 0 || !self.paths.is_usable(path) {
             return None;
         }
-        let (key, quota) = self.next_on(path, now)?;
+        let (key, quota) = self.next_on(path, now, most)?;
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
         let bytes = room.min(quota).min(queued);
         if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path) {

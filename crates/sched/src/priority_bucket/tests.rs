@@ -407,3 +407,26 @@ fn a_small_stream_rises_a_bucket_per_step_it_waits() {
     large.small_stream(999);
     assert_eq!(next(large, 10_000), StreamId(1));
 }
+
+/// Past a full window only the urgent buckets send: the critical stream, then nothing.
+#[test]
+fn past_the_window_only_urgent_streams_are_granted() {
+    let now = Instant::now();
+    let mut pb = one_path_with(
+        PriorityBucketConfig::default(),
+        now,
+        &[stream(1, 3, 100_000), stream(2, 0, 900)],
+    );
+    let grant = pb
+        .poll_send_urgent(now, PathId(0), 100_000, Urgency::HIGHEST)
+        .unwrap();
+    assert_eq!((grant.stream, grant.bytes), (StreamId(2), 900));
+    assert_eq!(
+        pb.poll_send_urgent(now, PathId(0), 100_000, Urgency::HIGHEST),
+        None
+    );
+    assert_eq!(
+        pb.poll_send(now, PathId(0), 1_200).unwrap().stream,
+        StreamId(1)
+    );
+}
