@@ -59,10 +59,11 @@ impl Tables {
         room > 0 && self.paths.is_usable(path)
     }
 
-    /// Takes up to `bytes` of `stream` off its queue as a grant; `None` rather than an empty
-    /// grant when nothing is left.
-    pub(crate) fn grant(&mut self, stream: StreamId, bytes: u64) -> Option<Grant> {
+    /// Takes up to `bytes` of `stream` off its queue as a grant on `path`, whose room shrinks
+    /// by as much; `None` rather than an empty grant when nothing is left.
+    pub(crate) fn grant(&mut self, path: PathId, stream: StreamId, bytes: u64) -> Option<Grant> {
         let bytes = self.streams.take(stream, bytes);
+        self.paths.charge(path, bytes);
         (bytes > 0).then_some(Grant { stream, bytes })
     }
 }

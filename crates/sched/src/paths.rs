@@ -53,6 +53,15 @@ impl PathTable {
         Ok(std::mem::replace(slot, path))
     }
 
+    /// Counts `bytes` granted on a path as in flight until its next snapshot, so that its room
+    /// shrinks at once: a scheduler comparing paths does not count room its own grants have
+    /// already taken. Unknown ids are ignored.
+    pub fn charge(&mut self, id: PathId, bytes: u64) {
+        if let Some(path) = self.paths.iter_mut().find(|p| p.id == id) {
+            path.bytes_in_flight = path.bytes_in_flight.saturating_add(bytes);
+        }
+    }
+
     /// Forgets a path; unknown ids are ignored.
     pub fn remove(&mut self, id: PathId) -> Option<PathSnapshot> {
         let index = self.paths.iter().position(|p| p.id == id)?;

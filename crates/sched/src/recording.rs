@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::{
-    Grant, PathId, PathSnapshot, Reinjection, SchedError, Scheduler, StreamId, StreamMeta,
-    Urgency,
+    Grant, PathId, PathSnapshot, Reinjection, SchedError, Scheduler, StreamId, StreamMeta, Urgency,
 };
 
 /// One recorded event.

@@ -72,7 +72,8 @@ impl Scheduler for RoundRobin {
             .cursor
             .next(&self.tables.streams, |s| s.meta.allows(path))?;
         self.cursor.served(stream);
-        self.tables.grant(stream, room.min(self.config.quantum))
+        self.tables
+            .grant(path, stream, room.min(self.config.quantum))
     }
 }
 

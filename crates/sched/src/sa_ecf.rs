@@ -113,8 +113,10 @@ impl SaEcf {
         }
     }
 
-    fn send(&mut self, stream: StreamId, room: u64) -> Option<Grant> {
-        let grant = self.tables.grant(stream, room.min(self.config.quantum))?;
+    fn send(&mut self, path: PathId, stream: StreamId, room: u64) -> Option<Grant> {
+        let grant = self
+            .tables
+            .grant(path, stream, room.min(self.config.quantum))?;
         self.turns.charge(&self.tables.streams, grant);
         if let Some(wait) = self.waits.get_mut(&stream) {
             wait.until = None;
@@ -211,7 +213,7 @@ impl Scheduler for SaEcf {
             let stream = self
                 .turns
                 .next(&self.tables.streams, |s| s.meta.allows(path))?;
-            return self.send(stream, room);
+            return self.send(path, stream, room);
         }
         // A faster path with room goes first; past this, every faster path is full.
         let rule = LowestRtt::new(&self.tables.paths, path, room);
@@ -229,7 +231,7 @@ impl Scheduler for SaEcf {
                 .is_some_and(|s| s.meta.paths.is_some());
             let k = until_done.get(&stream).copied().unwrap_or(0);
             if restricted || !self.waits_for_fast(now, stream, k, &fastest, &asked) {
-                return self.send(stream, room);
+                return self.send(path, stream, room);
             }
         }
         None

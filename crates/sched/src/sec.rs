@@ -481,7 +481,7 @@ impl Scheduler for StreamEarliestCompletion {
             .find(|p| p.limit[j] > 0 && streams.get(p.stream).is_some_and(|s| s.queued > 0))?;
         let grant = self
             .tables
-            .grant(planned.stream, room.min(planned.limit[j]))?;
+            .grant(path, planned.stream, room.min(planned.limit[j]))?;
         planned.limit[j] -= grant.bytes;
         Some(grant)
     }

@@ -82,7 +82,9 @@ impl Scheduler for WeightedRoundRobin {
             return None;
         }
         let stream = self.turns.next(&self.tables.streams, |s| rule.carries(s))?;
-        let grant = self.tables.grant(stream, room.min(self.config.quantum))?;
+        let grant = self
+            .tables
+            .grant(path, stream, room.min(self.config.quantum))?;
         self.turns.charge(&self.tables.streams, grant);
         Some(grant)
     }
