@@ -104,7 +104,8 @@ impl RoundRobinCursor {
 
 /// mp-quic's path rule (De Coninck and Bonaventure, CoNEXT 2017): data goes to the usable path
 /// with the lowest smoothed RTT among those with congestion-window room. The asked path counts
-/// as having `room`; the others use their snapshots. Paths tied on the lowest SRTT all qualify,
+/// as having `room`; the others their snapshots, less what was granted on them since
+/// ([`PathTable::charge`](crate::PathTable::charge)). Paths tied on the lowest SRTT all qualify,
 /// so equal paths are both used. A faster path counts as having room only with at least one
 /// packet's payload of window: quinn, which carries each path, sends nothing into less, so a
 /// few hundred bytes of window must not hold data back from the other paths.
