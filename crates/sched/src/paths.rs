@@ -46,9 +46,7 @@ impl PathTable {
     /// Replaces a known path's snapshot, returning the previous one.
     pub fn update(&mut self, path: PathSnapshot) -> Result<PathSnapshot, SchedError> {
         let slot = self
-            .paths
-            .iter_mut()
-            .find(|p| p.id == path.id)
+            .get_mut(path.id)
             .ok_or(SchedError::UnknownPath(path.id))?;
         Ok(std::mem::replace(slot, path))
     }
@@ -57,7 +55,7 @@ impl PathTable {
     /// shrinks at once: a scheduler comparing paths does not count room its own grants have
     /// already taken. Unknown ids are ignored.
     pub fn charge(&mut self, id: PathId, bytes: u64) {
-        if let Some(path) = self.paths.iter_mut().find(|p| p.id == id) {
+        if let Some(path) = self.get_mut(id) {
             path.bytes_in_flight = path.bytes_in_flight.saturating_add(bytes);
         }
     }
@@ -71,6 +69,10 @@ impl PathTable {
     /// The snapshot of a path.
     pub fn get(&self, id: PathId) -> Option<&PathSnapshot> {
         self.paths.iter().find(|p| p.id == id)
+    }
+
+    fn get_mut(&mut self, id: PathId) -> Option<&mut PathSnapshot> {
+        self.paths.iter_mut().find(|p| p.id == id)
     }
 
     /// Every known path, in the order they were added.

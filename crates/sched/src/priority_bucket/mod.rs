@@ -321,6 +321,38 @@ impl PriorityBucket {
         ready.min_by_key(|(key, _)| self.turn(*key, now))
     }
 
+    /// The next grant on `path` from the buckets of urgency at most `most`.
+    fn grant(&mut self, now: Instant, path: PathId, room: u64, most: Urgency) -> Option<Grant> {
+        if room == 0 || !self.paths.is_usable(path) {
+            return None;
+        }
+        let (key, quota) = self.next_on(path, now, most)?;
+        let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
+        let bytes = room.min(quota).min(queued);
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path) {
+            lane.buckets.take(key, bytes);
+        }
+        self.streams.take(key.stream, bytes);
+        if bytes < queued {
+            self.waiting.insert(key.stream, now);
+        } else {
+            self.waiting.remove(&key.stream);
+        }
+        // A stream of unknown size may have used up its window: allocate the next one. (A
+        // known size was allocated whole, so its limits still cover what is left.)
+        if self
+            .streams
+            .get(key.stream)
+            .is_some_and(|s| s.remaining().is_none())
+        {
+            self.ensure_allocated(key.stream);
+        }
+        Some(Grant {
+            stream: key.stream,
+            bytes,
+        })
+    }
+
     /// Where a stream stands in a path's order: (bucket, not risen, arrival). A small stream
     /// that has waited n >= 1 steps goes ahead of the rest of bucket `urgency - (n - 1)`.
     fn turn(&self, key: BucketKey, now: Instant) -> (u8, bool, u64) {
@@ -460,39 +492,5 @@ impl Scheduler for PriorityBucket {
         urgency: Urgency,
     ) -> Option<Grant> {
         self.grant(now, path, room, urgency)
-    }
-}
-
-impl PriorityBucket {
-    /// The next grant on `path` from the buckets of urgency at most `most`.
-    fn grant(&mut self, now: Instant, path: PathId, room: u64, most: Urgency) -> Option<Grant> {
-        if room == 0 || !self.paths.is_usable(path) {
-            return None;
-        }
-        let (key, quota) = self.next_on(path, now, most)?;
-        let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
-        let bytes = room.min(quota).min(queued);
-        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path) {
-            lane.buckets.take(key, bytes);
-        }
-        self.streams.take(key.stream, bytes);
-        if bytes < queued {
-            self.waiting.insert(key.stream, now);
-        } else {
-            self.waiting.remove(&key.stream);
-        }
-        // A stream of unknown size may have used up its window: allocate the next one. (A
-        // known size was allocated whole, so its limits still cover what is left.)
-        if self
-            .streams
-            .get(key.stream)
-            .is_some_and(|s| s.remaining().is_none())
-        {
-            self.ensure_allocated(key.stream);
-        }
-        Some(Grant {
-            stream: key.stream,
-            bytes,
-        })
     }
 }
