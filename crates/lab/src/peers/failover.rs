@@ -188,6 +188,13 @@ fn one_run(
     let client_line = last_json(&client_out, "bulk client")?;
     let (server_out, _) = server.finish(secs(10.0))?;
     let mut line = last_json(&server_out, "bulk server")?;
+    // What the emulated queues dropped: a returning path's start overflowing its queue shows
+    // here, apart from what the outage itself dropped.
+    let queue_drops: Vec<u64> = bed
+        .stats()
+        .iter()
+        .map(|s| s.uplink.dropped_queue + s.downlink.dropped_queue)
+        .collect();
     bed.down()?;
     // The events on the server's session clock.
     let session_start = line["start_unix_ms"].as_f64().ok_or("no start_unix_ms")?;
@@ -199,6 +206,7 @@ fn one_run(
     line["down_ms"] = json!(down_ms);
     line["up_ms"] = json!(up_ms);
     line["back_after_ms"] = json!(back_after);
+    line["queue_drops"] = json!(queue_drops);
     line["intact"] = client_line["sha256_match"].clone();
     line["client"] = client_line;
     Ok(line)
@@ -240,14 +248,15 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
         "Re-injection {}. Times from the server's session start; the outage on that clock from \
          both ends' wall clocks. Longest gap: the longest time the receiving application got \
          no byte. Back after: from the path's return until a path silent during the outage \
-         carried stream bytes again (sampled every 10 ms).\n",
+         carried stream bytes again (sampled every 10 ms). Queue drops: datagrams the emulated \
+         drop-tail queues dropped, both directions, by path.\n",
         if args.no_reinjection { "off" } else { "on" }
     );
     let _ = writeln!(
         out,
-        "| dying path | run | intact | longest gap ms | gap from ms | outage ms | back after ms | bytes received twice |"
+        "| dying path | run | intact | longest gap ms | gap from ms | outage ms | back after ms | bytes received twice | queue drops per path |"
     );
-    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|");
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|---|");
     for l in lines {
         let num = |key: &str| {
             l[key]
@@ -257,14 +266,14 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
         if let Some(e) = l.get("error") {
             let _ = writeln!(
                 out,
-                "| {} | {} | failed: {e} | | | | | |",
+                "| {} | {} | failed: {e} | | | | | | |",
                 l["dies"], l["run"]
             );
             continue;
         }
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {} | {}-{} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {} | {}-{} | {} | {} | {} |",
             l["dies"],
             l["run"],
             l["intact"],
@@ -274,6 +283,7 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
             num("up_ms"),
             num("back_after_ms"),
             l["duplicate_bytes"],
+            l["queue_drops"],
         );
     }
     for dies in 0..scenario.paths.len() {
