@@ -26,6 +26,10 @@ const PACING_MARGIN: f64 = 0.01;
 /// Startup ends after this many rounds without 25% bandwidth growth.
 const FULL_BW_ROUNDS: u32 = 3;
 const FULL_BW_GROWTH: f64 = 1.25;
+/// Startup also ends after this many rounds without that growth whose smallest flight held a
+/// queue of [`STARTUP_QUEUE_GAIN`] - 1 BDPs.
+const STARTUP_QUEUE_ROUNDS: u32 = 2;
+const STARTUP_QUEUE_GAIN: f64 = 1.75;
 /// Startup ends on loss only after this many loss events in a round.
 const STARTUP_FULL_LOSS_COUNT: u32 = 6;
 const MIN_PIPE_PACKETS: u64 = 4;
@@ -167,6 +171,11 @@ pub(crate) struct BbrModel {
     filled_pipe: bool,
     full_bw: f64,
     full_bw_count: u32,
+    /// Startup's queue check: the bandwidth at the last round that grew, the rounds since
+    /// whose flight never fell below the queue target, and this round's smallest flight.
+    queue_check_bw: f64,
+    queue_rounds: u32,
+    min_in_flight_in_round: u64,
     // Loss accounting of the current round.
     loss_in_round: bool,
     lost_in_round: u64,
@@ -234,6 +243,9 @@ impl BbrModel {
             filled_pipe: false,
             full_bw: 0.0,
             full_bw_count: 0,
+            queue_check_bw: 0.0,
+            queue_rounds: 0,
+            min_in_flight_in_round: u64::MAX,
             loss_in_round: false,
             lost_in_round: 0,
             delivered_in_round: 0,
@@ -367,6 +379,7 @@ impl BbrModel {
         }
         self.update_ack_aggregation(now, batch.newly_acked);
         self.check_full_bw_reached(sample, app_limited_sample);
+        self.check_startup_queue();
         self.check_startup_done();
         self.check_drain(now);
         self.update_probe_bw_cycle_phase(now, &batch, app_limited_sample);
@@ -531,6 +544,39 @@ impl BbrModel {
         }
         self.full_bw_count += 1;
         if self.full_bw_count >= FULL_BW_ROUNDS {
+            self.filled_pipe = true;
+        }
+    }
+
+    /// Ends Startup on a standing queue, as QUICHE's BBRv2 does (`CheckPersistentQueue`,
+    /// `max_startup_queue_rounds`): the bandwidth plateau counts only rounds that were not
+    /// app-limited, so a path the scheduler keeps short of data (most paths of a page, a path
+    /// that rejoins beside a faster one) never leaves Startup on it. Its window then stays
+    /// where Startup grew it (two initial windows), several BDPs on a slow path, and the queue
+    /// that builds holds every byte the path carries. A round whose smallest flight is still
+    /// 1.75 BDPs did fill the pipe, app-limited or not.
+    fn check_startup_queue(&mut self) {
+        self.min_in_flight_in_round = self.min_in_flight_in_round.min(self.in_flight);
+        if self.filled_pipe || !self.round_start {
+            return;
+        }
+        let min_in_flight = std::mem::replace(&mut self.min_in_flight_in_round, u64::MAX);
+        let max_bw = self.max_bw.get();
+        if max_bw >= self.queue_check_bw * FULL_BW_GROWTH {
+            self.queue_check_bw = max_bw;
+            self.queue_rounds = 0;
+            return;
+        }
+        let bdp = self.bdp_multiple(1.0);
+        let target = self
+            .bdp_multiple(STARTUP_QUEUE_GAIN)
+            .max(bdp.saturating_add(2 * self.mss));
+        if min_in_flight < target {
+            self.queue_rounds = 0;
+            return;
+        }
+        self.queue_rounds += 1;
+        if self.queue_rounds >= STARTUP_QUEUE_ROUNDS {
             self.filled_pipe = true;
         }
     }

@@ -47,11 +47,14 @@ enum Event {
     Loss,
 }
 
-/// What the application offers: everything, or one packet per interval.
+/// What the application offers: everything, one packet per interval, or `bytes` at once
+/// every interval (a multipath scheduler handing a path its share of each block): whenever
+/// that backlog runs dry with room in the window, the sender is app-limited.
 #[derive(Debug, Clone, Copy)]
 enum Demand {
     Bulk,
     OnePacketEvery(Duration),
+    Bursts { bytes: u64, every: Duration },
 }
 
 struct Sim {
@@ -70,6 +73,8 @@ struct Sim {
     random: u64,
     demand: Demand,
     app_next: Instant,
+    /// Bytes of [`Demand::Bursts`] offered and not yet sent.
+    backlog: u64,
     last_rtt: Option<Duration>,
     states: Vec<(Duration, BbrState)>,
     rtts: Vec<(Duration, Duration)>,
@@ -94,6 +99,7 @@ impl Sim {
             random: 0x2545_F491_4F6C_DD1D,
             demand: Demand::Bulk,
             app_next: start,
+            backlog: 0,
             last_rtt: None,
             states: vec![(Duration::ZERO, BbrState::Startup)],
             rtts: Vec::new(),
@@ -126,11 +132,24 @@ impl Sim {
             if self.next_send > self.now {
                 return Some(self.next_send);
             }
-            if let Demand::OnePacketEvery(interval) = self.demand {
-                if self.app_next > self.now {
-                    return Some(self.app_next);
+            match self.demand {
+                Demand::Bulk => {}
+                Demand::OnePacketEvery(interval) => {
+                    if self.app_next > self.now {
+                        return Some(self.app_next);
+                    }
+                    self.app_next = self.now + interval;
                 }
-                self.app_next = self.now + interval;
+                Demand::Bursts { bytes, every } => {
+                    while self.app_next <= self.now {
+                        self.backlog += bytes;
+                        self.app_next += every;
+                    }
+                    if self.backlog < MSS {
+                        return Some(self.app_next);
+                    }
+                    self.backlog -= MSS;
+                }
             }
             let record = self.model.on_sent(self.now, MSS);
             self.log.push(self.now, record);
@@ -197,7 +216,13 @@ impl Sim {
                 self.model.on_loss(self.now, lost, false);
             }
             if acked_any {
-                let app_limited = matches!(self.demand, Demand::OnePacketEvery(_));
+                let app_limited = match self.demand {
+                    Demand::Bulk => false,
+                    Demand::OnePacketEvery(_) => true,
+                    Demand::Bursts { .. } => {
+                        self.backlog < MSS && self.in_flight + MSS <= self.model.window()
+                    }
+                };
                 self.model
                     .on_end_acks(self.now, self.in_flight, app_limited);
             }
@@ -217,6 +242,18 @@ impl Sim {
             .iter()
             .find(|(_, s)| *s == state)
             .map(|(t, _)| *t)
+    }
+
+    /// The median RTT sample taken after `after` into the run.
+    fn median_rtt_after(&self, after: Duration) -> Duration {
+        let mut rtts: Vec<Duration> = self
+            .rtts
+            .iter()
+            .filter(|(t, _)| *t > after)
+            .map(|(_, rtt)| *rtt)
+            .collect();
+        rtts.sort();
+        rtts[rtts.len() / 2]
     }
 
     /// Delivered bytes per second over the last `window` of the run.
@@ -332,14 +369,7 @@ fn probe_bw_cycles_through_its_phases() {
         }
     }
     // The second half's median RTT stays near the base RTT: no standing queue.
-    let mut rtts: Vec<Duration> = sim
-        .rtts
-        .iter()
-        .filter(|(t, _)| *t > Duration::from_secs(6))
-        .map(|(_, rtt)| *rtt)
-        .collect();
-    rtts.sort();
-    let median = rtts[rtts.len() / 2];
+    let median = sim.median_rtt_after(Duration::from_secs(6));
     assert!(
         median.as_secs_f64() < 1.25 * link.base_rtt.as_secs_f64(),
         "median RTT {median:?}"
@@ -374,6 +404,32 @@ fn probe_rtt_comes_after_five_seconds_without_a_new_minimum() {
         left - entered >= Duration::from_millis(200),
         "{:?}",
         sim.states
+    );
+}
+
+/// A slow path fed in bursts a little faster than it drains, so that the sender runs dry now
+/// and then and most rounds are app-limited: the bandwidth plateau never counts, and Startup
+/// ends on the queue its two initial windows stand in (10 Mbit/s, 10 ms, 64 kB of buffer, as
+/// pb-high's first path). Without that exit the RTT stays at 4-5x the base.
+#[test]
+fn an_app_limited_startup_ends_on_a_standing_queue() {
+    let link = Link::new(10.0, 10, 54);
+    let mut sim = Sim::new(*BbrConfig::default().initial_window(32 * MSS), link);
+    sim.demand = Demand::Bursts {
+        bytes: 16 * MSS,
+        every: Duration::from_millis(15),
+    };
+    sim.run_for(Duration::from_secs(3));
+    let drained = sim.first_time_in(BbrState::Drain);
+    assert!(
+        drained.is_some_and(|t| t < Duration::from_secs(1)),
+        "{:?}",
+        sim.states
+    );
+    let median = sim.median_rtt_after(Duration::from_secs(2));
+    assert!(
+        median.as_secs_f64() < 2.0 * link.base_rtt.as_secs_f64(),
+        "median RTT {median:?}"
     );
 }
 
