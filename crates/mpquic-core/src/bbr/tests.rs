@@ -19,6 +19,9 @@ struct Link {
     /// Bytes the bottleneck queue holds.
     buffer: u64,
     loss: f64,
+    /// Acknowledgements leave in batches, at multiples of this period (a receiver or relay
+    /// that handles datagrams in bursts).
+    ack_batch: Option<Duration>,
 }
 
 impl Link {
@@ -28,6 +31,7 @@ impl Link {
             base_rtt: Duration::from_millis(rtt_ms),
             buffer: buffer_packets * MSS,
             loss: 0.0,
+            ack_batch: None,
         }
     }
 
@@ -171,7 +175,14 @@ impl Sim {
             }
             self.busy_until = self.now.max(self.busy_until) + serialisation;
             let sent = self.now;
-            self.push(self.busy_until + self.link.base_rtt, Event::Ack { sent });
+            let mut acked_at = self.busy_until + self.link.base_rtt;
+            if let Some(batch) = self.link.ack_batch {
+                let since = (acked_at - self.start).as_nanos();
+                let period = batch.as_nanos();
+                let rounded = since.div_ceil(period) * period;
+                acked_at = self.start + Duration::from_nanos(rounded as u64);
+            }
+            self.push(acked_at, Event::Ack { sent });
         }
     }
 
@@ -430,6 +441,31 @@ fn an_app_limited_startup_ends_on_a_standing_queue() {
     assert!(
         median.as_secs_f64() < 2.0 * link.base_rtt.as_secs_f64(),
         "median RTT {median:?}"
+    );
+}
+
+/// A path fed in bursts with pauses between them, whose acks arrive in 5 ms batches: each
+/// restart from idle begins a new aggregation epoch, so `extra_acked` stays near one batch
+/// instead of gathering what every earlier epoch counted.
+#[test]
+fn ack_aggregation_does_not_ratchet_across_idle_restarts() {
+    let mut link = Link::new(10.0, 10, 54);
+    link.ack_batch = Some(Duration::from_millis(5));
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.demand = Demand::Bursts {
+        bytes: 24 * MSS,
+        every: Duration::from_millis(50),
+    };
+    let mut largest = 0;
+    for _ in 0..100 {
+        sim.run_for(Duration::from_millis(100));
+        largest = largest.max(sim.model.extra_acked_now());
+    }
+    // One batch of acks at the link's rate, with room for the batching's jitter.
+    let batch = link.rate * 0.005;
+    assert!(
+        (largest as f64) < 3.0 * batch,
+        "extra_acked reached {largest} B; a batch is {batch:.0} B"
     );
 }
 
