@@ -30,6 +30,22 @@
 //! so the lower bounds ratchet down to what the last round delivered and the rate collapses.
 //! Loss above the background still bounds the model exactly as the draft says.
 //!
+//! # Two more departures, for paths a scheduler keeps short of data
+//! A multipath scheduler feeds each path its share in bursts, so a slow path is often
+//! app-limited and often idle between bursts. Two of the draft's rules misbehave there, and
+//! both are changed as other implementations change them:
+//! - Startup also ends on a standing queue (QUICHE's BBRv2 `CheckPersistentQueue`): two rounds
+//!   without 25% bandwidth growth whose smallest flight stayed above 1.75 BDPs. The draft's
+//!   plateau test skips app-limited rounds, so such a path never left Startup and kept the two
+//!   initial windows Startup gave it, several BDPs and a standing queue on a slow path.
+//! - A restart from idle clears the ack-aggregation epoch's count as well as its start (Linux's
+//!   `bbr_cwnd_event`); the draft moves only the start, and each pause then turned what the
+//!   previous epoch had counted into `extra_acked`, which grew without bound.
+//!
+//! On pb-high's 20 Mbit/s failover (`cargo xtask peers failover`), the two together took the
+//! 10 Mbit/s path's emulated queue from 129-866 drops in a quarter of the runs to none, and the
+//! longest delivery gap from 267 to 102 ms (docs/results/2026-11-25-bbr-idle/).
+//!
 //! # Delivery reports
 //! mpquic credits a loss-based controller's window early with bytes its receiver reports
 //! delivered on a faster path (see `telemetry.rs`). With BBR the reports credit nothing

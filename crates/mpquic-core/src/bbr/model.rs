@@ -3,8 +3,10 @@
 //! congestion window, a pacing rate and the window quinn is given (see the module above).
 //!
 //! Names follow the draft's pseudocode (`max_bw`, `bw_lo`, `inflight_hi`, ...) so the two can
-//! be read side by side. The one deliberate departure is the loss response; see
-//! [`BbrConfig::draft_loss_response`](super::BbrConfig::draft_loss_response).
+//! be read side by side. The deliberate departures are the loss response (see
+//! [`BbrConfig::draft_loss_response`](super::BbrConfig::draft_loss_response)), Startup's exit
+//! on a standing queue and the aggregation epoch's reset on a restart from idle (see the
+//! module above).
 
 use std::time::{Duration, Instant};
 
