@@ -386,8 +386,9 @@ impl CoreTelemetry {
     }
 }
 
-/// How long the peer may hold an acknowledgement: quinn's `max_ack_delay`, RFC 9000's default
-/// (section 18.2), which the paths do not change.
+/// How long the peer may hold an acknowledgement: RFC 9000's default (section 18.2). The paths
+/// ask for less with the ACK frequency extension (`config.rs`), but a peer keeps the default
+/// until it takes the request, so suspicion waits for the default.
 const PEER_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 
 impl mpquic_proto::PathTelemetry for CoreTelemetry {
