@@ -7,9 +7,9 @@ mod common;
 
 use std::time::Duration;
 
+use common::relayed::relayed_pair;
 use common::*;
-use mpquic_core::{Endpoint, PathConfig, PathEvent, PathId, PathStatus, SelfSigned};
-use mpquic_netns::relay::{Relay, RelayPath};
+use mpquic_core::{Config, PathConfig, PathEvent, PathId, PathStatus};
 use mpquic_scenario::events::TimedEvent;
 use mpquic_scenario::link::LinkConfig;
 
@@ -24,38 +24,19 @@ fn link(events: &[&str]) -> LinkConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_path_is_detected_and_its_data_resent() {
-    let certificate = SelfSigned::new(&["localhost"]).unwrap();
-    let server_endpoint = Endpoint::server(certificate.server_config().unwrap(), local(1)).unwrap();
-    let server_addr = server_endpoint.local_addr().unwrap();
-    let relay = Relay::start(vec![
-        RelayPath {
-            listen: local(1),
-            server: server_addr,
-            uplink: link(&[]),
-            downlink: link(&[]),
-        },
-        RelayPath {
-            listen: local(1),
-            server: server_addr,
-            uplink: link(&["1s down"]),
-            downlink: link(&["1s down"]),
-        },
-    ])
-    .unwrap();
-    let fronts = relay.local_addrs().to_vec();
-
-    let mut client_endpoint = Endpoint::client(local(1)).unwrap();
-    client_endpoint.set_default_client_config(certificate.client_config().unwrap());
-    let client = client_endpoint
-        .connect(fronts[0], "localhost")
-        .unwrap()
-        .await
-        .unwrap();
-    let server = server_endpoint.accept().await.unwrap().await.unwrap();
+    let pair = relayed_pair(
+        Config::default(),
+        vec![
+            (link(&[]), link(&[])),
+            (link(&["1s down"]), link(&["1s down"])),
+        ],
+    )
+    .await;
+    let (client, server) = (pair.client.clone(), pair.server.clone());
     serve_hashes(server);
     let mut events = client.path_events();
     let second = client
-        .open_path(&PathConfig::new(local(2), fronts[1]))
+        .open_path(&PathConfig::new(local(2), pair.fronts[1]))
         .await
         .unwrap();
 

@@ -9,43 +9,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::relayed::relayed_pair;
 use common::*;
-use mpquic_core::{Config, Endpoint, Priority, SchedulerKind, SelfSigned, Urgency};
-use mpquic_netns::relay::{Relay, RelayPath};
+use mpquic_core::{Config, Priority, SchedulerKind, Urgency};
 use mpquic_scenario::link::LinkConfig;
 
 const BULK: usize = 200_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_urgent_stream_overtakes_a_bulk_streams_backlog() {
-    let certificate = SelfSigned::new(&["localhost"]).unwrap();
     let mut config = Config::default();
     config.scheduler(SchedulerKind::PriorityBucket);
-    let config = Arc::new(config);
-    let mut server_tls = certificate.server_config().unwrap();
-    server_tls.transport_config(config.clone());
-    let server_endpoint = Endpoint::server(server_tls, local(1)).unwrap();
-    let server_addr = server_endpoint.local_addr().unwrap();
     // 50 ms each way: quinn paces a window out over about one RTT, so the bulk's first
     // window is still mostly in quinn when the urgent stream comes.
     let link = LinkConfig::new(10_000_000, Duration::from_millis(50));
-    let relay = Relay::start(vec![RelayPath {
-        listen: local(1),
-        server: server_addr,
-        uplink: link.clone(),
-        downlink: link,
-    }])
-    .unwrap();
-    let mut client_tls = certificate.client_config().unwrap();
-    client_tls.transport_config(config);
-    let mut client_endpoint = Endpoint::client(local(1)).unwrap();
-    client_endpoint.set_default_client_config(client_tls);
-    let client = client_endpoint
-        .connect(relay.local_addrs()[0], "localhost")
-        .unwrap()
-        .await
-        .unwrap();
-    let server = server_endpoint.accept().await.unwrap().await.unwrap();
+    let pair = relayed_pair(config, vec![(link.clone(), link)]).await;
+    let (client, server) = (pair.client.clone(), pair.server.clone());
 
     // The server counts the bulk bytes that have arrived when the urgent stream is complete.
     let bulk_read = Arc::new(AtomicUsize::new(0));
@@ -95,5 +74,5 @@ async fn an_urgent_stream_overtakes_a_bulk_streams_backlog() {
         bulk_at_urgent_end, 0,
         "the urgent stream ended after {bulk_at_urgent_end} bulk bytes"
     );
-    relay.stop();
+    pair.relay.stop();
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod relayed;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
