@@ -17,8 +17,8 @@ pub fn any_loopback_port() -> SocketAddr {
 }
 
 /// Relay paths for `scenario`: path k listens on `listen[k]` (any free port if not given) and
-/// forwards to `servers[k]`; each direction's loss is seeded by path and direction, so runs
-/// are reproducible.
+/// forwards to `servers[k]`; each direction's loss is seeded by `loss_seed`, path and
+/// direction ([`LinkConfig::of_path`]), so runs are reproducible.
 ///
 /// # Errors
 /// [`NetnsError::InvalidLink`] when `servers` does not name one server per path.
@@ -26,6 +26,7 @@ pub fn relay_paths(
     scenario: &Scenario,
     listen: &[SocketAddr],
     servers: &[SocketAddr],
+    loss_seed: u64,
 ) -> Result<Vec<RelayPath>, NetnsError> {
     if servers.len() != scenario.paths.len() {
         return Err(NetnsError::InvalidLink {
@@ -42,11 +43,14 @@ pub fn relay_paths(
         .iter()
         .zip(servers)
         .enumerate()
-        .map(|(k, (spec, &server))| RelayPath {
-            listen: listen.get(k).copied().unwrap_or_else(any_loopback_port),
-            server,
-            uplink: LinkConfig::from_spec(spec, 2 * k as u64 + 1),
-            downlink: LinkConfig::from_spec(spec, 2 * k as u64 + 2),
+        .map(|(k, (spec, &server))| {
+            let (uplink, downlink) = LinkConfig::of_path(spec, loss_seed, k);
+            RelayPath {
+                listen: listen.get(k).copied().unwrap_or_else(any_loopback_port),
+                server,
+                uplink,
+                downlink,
+            }
         })
         .collect())
 }
@@ -71,7 +75,7 @@ impl LoopbackTestbed {
             .map(|_| ProbeServer::start(any_loopback_port()))
             .collect::<Result<Vec<_>, _>>()?;
         let addrs: Vec<_> = servers.iter().map(ProbeServer::local_addr).collect();
-        let relay = Relay::start(relay_paths(scenario, &[], &addrs)?)?;
+        let relay = Relay::start(relay_paths(scenario, &[], &addrs, 0)?)?;
         Ok(Self {
             scenario,
             relay,

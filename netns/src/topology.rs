@@ -85,17 +85,19 @@ impl Topology {
     /// stderr, or the device that could not be created. Whatever was created before the
     /// failure is removed again.
     pub fn up(scenario: &'static Scenario) -> Result<Topology, NetnsError> {
-        Self::up_with_events(scenario, &[])
+        Self::up_with(scenario, &[], 0)
     }
 
-    /// [`Topology::up`] with timed events on some paths: `events[k]` (if present) applies to
-    /// both directions of path `k`, its times counted from now.
+    /// [`Topology::up`] with timed events on some paths, `events[k]` (if present) applying to
+    /// both directions of path `k` with its times counted from now, and the loss sequences of
+    /// run `loss_seed` ([`LinkConfig::of_path`]; [`Topology::up`] is run 0).
     ///
     /// # Errors
     /// As [`Topology::up`].
-    pub fn up_with_events(
+    pub fn up_with(
         scenario: &'static Scenario,
         events: &[Vec<TimedEvent>],
+        loss_seed: u64,
     ) -> Result<Topology, NetnsError> {
         if scenario.paths.is_empty() || scenario.paths.len() > MAX_PATHS {
             return Err(NetnsError::link(format!(
@@ -107,14 +109,11 @@ impl Topology {
         // Validate every link before touching the system.
         let mut links = Vec::with_capacity(scenario.paths.len());
         for (k, spec) in scenario.paths.iter().enumerate() {
-            let config = |seed| {
-                let mut config = LinkConfig::from_spec(spec, seed);
-                config.events = events.get(k).cloned().unwrap_or_default();
-                config
-            };
-            let up = Link::new(config(2 * k as u64 + 1))?;
-            let down = Link::new(config(2 * k as u64 + 2))?;
-            links.push((up, down));
+            let (mut up, mut down) = LinkConfig::of_path(spec, loss_seed, k);
+            let path_events = events.get(k).cloned().unwrap_or_default();
+            up.events = path_events.clone();
+            down.events = path_events;
+            links.push((Link::new(up)?, Link::new(down)?));
         }
         let prefix = format!(
             "mq{}x{}",

@@ -209,7 +209,7 @@ fn relay(
     seconds: Option<u64>,
 ) -> Result<(), Failure> {
     let scenario = scenario(name)?;
-    let relay = Relay::start(relay_paths(scenario, listen, servers)?)?;
+    let relay = Relay::start(relay_paths(scenario, listen, servers, 0)?)?;
     println!("{scenario}");
     for (k, a) in relay.local_addrs().iter().enumerate() {
         println!("path {k}: {a} -> {}", servers[k]);

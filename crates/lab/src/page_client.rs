@@ -106,6 +106,11 @@ pub struct Args {
     /// Seconds one load may take.
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
+    /// Which random losses the emulated links draw: loads with the same seed see the same
+    /// loss sequence, loads with different seeds independent ones (`--reps` loads on one
+    /// testbed draw on from where the last left off).
+    #[arg(long, default_value_t = 0)]
+    loss_seed: u64,
     /// A running page_server's address, instead of a server in this process.
     #[arg(long)]
     remote: Option<SocketAddr>,
@@ -144,6 +149,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     config.delivery_reports = !args.flags.no_delivery_reports;
     config.reinjection = !args.flags.no_reinjection;
     config.dependency_hints = !args.flags.no_dependency_hints;
+    config.loss_seed = args.loss_seed;
     if config.transport == Transport::Quinn && args.paths.is_some() {
         return Err("--paths is for mpquic; quinn uses one path (choose it with --path)".into());
     }

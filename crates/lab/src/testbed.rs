@@ -686,7 +686,7 @@ fn cost(mode: Mode, paths: u64, mbit: u64, seconds: u64) -> Result<ExitCode, Fai
                 children.push(child);
                 servers.push(addr);
             }
-            let relay = Relay::start(relay_paths(scenario, &[], &servers).map_err(netns_error)?)
+            let relay = Relay::start(relay_paths(scenario, &[], &servers, 0).map_err(netns_error)?)
                 .map_err(netns_error)?;
             for addr in relay.local_addrs() {
                 children.push(blast(Process::new(&linkemu), addr.to_string(), None)?);

@@ -520,12 +520,10 @@ fn preset_with(name: &str, seed: u64, edit: impl Fn(usize, &mut LinkConfig)) -> 
         .iter()
         .enumerate()
         .map(|(k, spec)| {
-            let config = |direction: u64| {
-                let mut c = LinkConfig::from_spec(spec, 16 * seed + 2 * k as u64 + direction);
-                edit(k, &mut c);
-                c
-            };
-            (emulated(config(1)), emulated(config(2)))
+            let (mut up, mut down) = LinkConfig::of_path(spec, seed, k);
+            edit(k, &mut up);
+            edit(k, &mut down);
+            (emulated(up), emulated(down))
         })
         .collect()
 }

@@ -119,7 +119,7 @@ pub fn load_netns_as<T: DeserializeOwned>(
             "netns mode needs the namespace testbed: {reason}"
         )));
     }
-    let testbed = Topology::up(run.scenario)?;
+    let testbed = Topology::up_with(run.scenario, &[], run.loss_seed)?;
     let cert = std::env::temp_dir().join(format!("mpquic-netns-{}.der", std::process::id()));
     let _ = std::fs::remove_file(&cert);
     let servers = server_addrs_on(&indices);

@@ -100,6 +100,10 @@ pub struct RunConfig {
     /// Whether the page server tells the transport what each response leads to
     /// ([`PageServer::dependency_hints`]).
     pub dependency_hints: bool,
+    /// Which random losses the emulated links draw ([`LinkConfig::of_path`]): loads with the
+    /// same seed see the same loss sequence on every path, loads with different seeds
+    /// independent ones.
+    pub loss_seed: u64,
 }
 
 impl RunConfig {
@@ -133,6 +137,7 @@ impl RunConfig {
             delivery_reports: true,
             reinjection: true,
             dependency_hints: true,
+            loss_seed: 0,
         })
     }
 
@@ -392,7 +397,7 @@ impl Links {
     pub fn start(run: &RunConfig, server: SocketAddr) -> Result<Self, RunError> {
         let indices = check(run)?;
         let servers = vec![server; run.scenario.paths.len()];
-        let relay = Relay::start(relay_paths(run.scenario, &[], &servers)?)?;
+        let relay = Relay::start(relay_paths(run.scenario, &[], &servers, run.loss_seed)?)?;
         Ok(Self { relay, indices })
     }
 

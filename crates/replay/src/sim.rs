@@ -58,12 +58,12 @@ fn links(run: &RunConfig, seed: u64) -> Result<Vec<PathLinks>, RunError> {
     let mut links = Vec::new();
     for k in run.path_indices()? {
         let spec = &run.scenario.paths[k];
-        let link = |direction: u64| -> Result<Box<dyn Link>, RunError> {
-            let config = LinkConfig::from_spec(spec, (seed << 8) | (2 * k as u64 + direction));
+        let link = |config: LinkConfig| -> Result<Box<dyn Link>, RunError> {
             let mut link = link::Link::new(config).map_err(|e| RunError::Connect(e.to_string()))?;
             Ok(Box::new(move |now, len| link.offer(now, len).arrival()))
         };
-        links.push((link(1)?, link(2)?));
+        let (up, down) = LinkConfig::of_path(spec, seed, k);
+        links.push((link(up)?, link(down)?));
     }
     Ok(links)
 }

@@ -122,7 +122,7 @@ async fn a_client_that_leaves_mid_page_does_not_stop_the_next() {
     // A relay path of 25 Mbit/s makes the 3 MB image take about a second.
     let scenario = mpquic_scenario::Scenario::by_name("pb-low").unwrap();
     let relay = mpquic_netns::relay::Relay::start(
-        mpquic_netns::loopback::relay_paths(scenario, &[], &[addr, addr]).unwrap(),
+        mpquic_netns::loopback::relay_paths(scenario, &[], &[addr, addr], 0).unwrap(),
     )
     .unwrap();
     let fronts = relay.local_addrs().to_vec();

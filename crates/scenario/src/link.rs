@@ -100,6 +100,21 @@ impl LinkConfig {
         }
     }
 
+    /// Path `k`'s two links, uplink then downlink, with the loss seeds of run `run_seed`.
+    ///
+    /// Every emulator and simulator seeds its links by this rule, so one run seed means the
+    /// same loss sequences everywhere. Run 0 seeds path 0's directions with 1 and 2, path 1's
+    /// with 3 and 4, and so on; each further run seed draws from a block of its own, so loads
+    /// with different run seeds see independent losses and loads with the same one the same.
+    pub fn of_path(spec: &PathSpec, run_seed: u64, k: usize) -> (Self, Self) {
+        // 2k + 2 < 2^16 for any path index the testbed accepts (at most 254 paths).
+        let seed = |direction: u64| (run_seed << 16) | (2 * k as u64 + direction);
+        (
+            Self::from_spec(spec, seed(1)),
+            Self::from_spec(spec, seed(2)),
+        )
+    }
+
     /// Every problem [`Link::new`] rejects, and the queue size to use.
     fn validate(&self) -> Result<u64, LinkError> {
         if self.trace.is_none() {

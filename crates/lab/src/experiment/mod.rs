@@ -356,6 +356,13 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// The links' loss seed: one per repetition, the same for every variant, so that the
+    /// loads of a cell are independent draws of the scenario's random loss and the variants
+    /// are compared on the same draws.
+    fn loss_seed(&self) -> u64 {
+        self.rep as u64
+    }
+
     fn id(&self, plan: &Plan) -> raw::RunId {
         raw::RunId {
             scenario: self.scenario.name.to_owned(),
@@ -563,7 +570,8 @@ impl Programs {
                     "--cc",
                     &v.cc,
                 ])
-                .args(["--timeout", &plan.timeout.to_string()]);
+                .args(["--timeout", &plan.timeout.to_string()])
+                .args(["--loss-seed", &job.loss_seed().to_string()]);
             return cmd;
         }
         let mut cmd = Command::new(&self.page_client);
@@ -574,7 +582,8 @@ impl Programs {
             .args(["--scenario", job.scenario.name])
             .args(["--cc", &v.cc])
             .args(["--time-scale", &plan.time_scale.to_string()])
-            .args(["--timeout", &plan.timeout.to_string()]);
+            .args(["--timeout", &plan.timeout.to_string()])
+            .args(["--loss-seed", &job.loss_seed().to_string()]);
         match v.kind {
             VariantKind::Quinn => {
                 cmd.args(["--transport", "quinn"]);
@@ -806,15 +815,13 @@ mod tests {
         file
     }
 
-    #[test]
-    fn a_hung_failed_or_garbled_page_client_is_a_failed_record() {
-        let dir = std::env::temp_dir().join(format!("mq-exp-job-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let root = crate::workspace_root();
-        let pages = pages::resolve(&["bing-2013".to_owned()], &root, &dir).unwrap();
-        let plan = Plan {
+    /// A one-page, one-load plan of lrf in pb-low on loopback, its records going to `dir`.
+    fn plan(dir: &Path) -> Plan {
+        std::fs::create_dir_all(dir).unwrap();
+        let pages = pages::resolve(&["bing-2013".to_owned()], &crate::workspace_root(), dir);
+        Plan {
             scenarios: vec![Scenario::by_name("pb-low").unwrap()],
-            pages,
+            pages: pages.unwrap(),
             schedulers: vec![SchedulerKind::Lrf],
             reps: 1,
             mode: "loopback".to_owned(),
@@ -825,9 +832,46 @@ mod tests {
             reinjection_ablation: false,
             cc: MAIN_CC.to_owned(),
             setup_slack: Duration::ZERO,
-            out: dir.clone(),
+            out: dir.to_path_buf(),
             command: String::new(),
+        }
+    }
+
+    #[test]
+    fn every_variant_of_a_repetition_draws_the_same_losses() {
+        let dir = std::env::temp_dir().join(format!("mq-exp-seed-{}", std::process::id()));
+        let plan = plan(&dir);
+        let programs = Programs {
+            page_client: PathBuf::from("page_client"),
+            lab: PathBuf::from("lab"),
         };
+        let scenario = Scenario::by_name("pb-high-lossy").unwrap();
+        let all = variants(scenario, &SchedulerKind::ALL, true, true, MAIN_CC);
+        assert!(all.iter().any(|v| v.kind == VariantKind::Tquic));
+        for variant in all {
+            for rep in [0, 7] {
+                let label = variant.label();
+                let job = Job {
+                    scenario,
+                    page: &plan.pages[0],
+                    variant: variant.clone(),
+                    rep,
+                };
+                let command = programs.command(&plan, &job);
+                let args: Vec<_> = command.get_args().map(|a| a.to_string_lossy()).collect();
+                let at = args.iter().position(|a| a == "--loss-seed");
+                let seed = at.and_then(|i| args.get(i + 1));
+                assert_eq!(seed.map(|s| s.as_ref()), Some(&*rep.to_string()), "{label}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_hung_failed_or_garbled_page_client_is_a_failed_record() {
+        let dir = std::env::temp_dir().join(format!("mq-exp-job-{}", std::process::id()));
+        let root = crate::workspace_root();
+        let plan = plan(&dir);
         let job = Job {
             scenario: plan.scenarios[0],
             page: &plan.pages[0],

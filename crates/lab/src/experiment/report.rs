@@ -849,7 +849,7 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
     let _ = writeln!(report, "- Mode: {}", plan.mode_note);
     let _ = writeln!(
         report,
-        "- Matrix: scenarios {}; schedulers {}; {} rep(s) per row asked (the loads column of each table says how many a cell has); page_client `--time-scale {}` (0: every sub-resource is requested when its initiator, or the document, has arrived, as in [PB]); `--timeout {}` s per load",
+        "- Matrix: scenarios {}; schedulers {}; {} rep(s) per row asked (the loads column of each table says how many a cell has); rep r of every row draws the links' random loss from seed r (`--loss-seed`), so a cell's loads are independent draws and the rows are compared on the same ones; page_client `--time-scale {}` (0: every sub-resource is requested when its initiator, or the document, has arrived, as in [PB]); `--timeout {}` s per load",
         plan.scenarios.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
         plan.schedulers.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
         plan.reps,

@@ -50,16 +50,18 @@ impl Bed {
     /// Brings `scenario` up with per-path source routing and MPTCP endpoints in the client
     /// namespace; `scratch` is created now and removed on drop.
     pub fn up(scenario: &'static Scenario, scratch: PathBuf) -> Result<Bed, String> {
-        Self::up_with_events(scenario, &[], scratch)
+        Self::up_with(scenario, &[], 0, scratch)
     }
 
-    /// [`Bed::up`] with timed events on some paths ([`Topology::up_with_events`]).
-    pub fn up_with_events(
+    /// [`Bed::up`] with timed events on some paths and the loss sequences of run `loss_seed`
+    /// ([`Topology::up_with`]).
+    pub fn up_with(
         scenario: &'static Scenario,
         events: &[Vec<TimedEvent>],
+        loss_seed: u64,
         scratch: PathBuf,
     ) -> Result<Bed, String> {
-        let topo = Topology::up_with_events(scenario, events).map_err(|e| e.to_string())?;
+        let topo = Topology::up_with(scenario, events, loss_seed).map_err(|e| e.to_string())?;
         // From here `topo`'s Drop removes everything on an early return.
         let (client, server) = (topo.client_ns().to_owned(), topo.server_ns().to_owned());
         let n = scenario.paths.len();

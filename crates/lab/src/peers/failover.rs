@@ -135,7 +135,7 @@ fn one_run(
         },
     ];
     let scratch = out.join(format!("scratch-{}-{dies}-{run}", std::process::id()));
-    let bed = Bed::up_with_events(scenario, &events, scratch)?;
+    let bed = Bed::up_with(scenario, &events, 0, scratch)?;
     // The links' clock zero on the wall clock.
     let bed_up = unix_ms() - bed.started().elapsed().as_secs_f64() * 1e3;
     let port = 4433;

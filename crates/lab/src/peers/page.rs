@@ -146,6 +146,9 @@ pub struct PageArgs {
     /// Keep the client's and the server's logs in this directory.
     #[arg(long)]
     logs: Option<PathBuf>,
+    /// Which random losses the emulated links draw (as page_client's `--loss-seed`).
+    #[arg(long, default_value_t = 0)]
+    loss_seed: u64,
 }
 
 /// Runs `cargo xtask peers page`.
@@ -170,7 +173,7 @@ pub fn run(args: &PageArgs) -> Result<ExitCode, Failure> {
     let scratch = crate::target_dir()
         .join("peers")
         .join(format!("page-{}", std::process::id()));
-    let bed = Bed::up(scenario, scratch).map_err(Failure::Testbed)?;
+    let bed = Bed::up_with(scenario, &[], args.loss_seed, scratch).map_err(Failure::Testbed)?;
     eprintln!(
         "{scenario}: testbed up ({}); {} objects, {} bytes, tquic {} + {}",
         bed.client_ns(),
@@ -825,6 +828,7 @@ mod tests {
             cc: Cc::Bbr,
             timeout: 60,
             logs: None,
+            loss_seed: 0,
         };
         let at = |ms: f64| Some(1000.0 + ms);
         let response = |size: u64, ms: f64| Response {

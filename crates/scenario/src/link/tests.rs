@@ -397,6 +397,40 @@ fn from_spec_builds_the_pb_high_rows() {
     }
 }
 
+#[test]
+fn run_seeds_give_every_link_its_own_loss_sequence() {
+    let spec = &Scenario::by_name("pb-high-lossy").unwrap().paths[0];
+    // Run 0 keeps the seeds the testbed always had: 1 and 2 on path 0, 3 and 4 on path 1.
+    let (up, down) = LinkConfig::of_path(spec, 0, 0);
+    assert_eq!((up.seed, down.seed), (1, 2));
+    assert_eq!(LinkConfig::of_path(spec, 0, 1).1.seed, 4);
+    let drops = |config: LinkConfig| -> Vec<bool> {
+        let mut l = link(config);
+        (0..2000)
+            .map(|i| matches!(l.offer(ms(10 * i), 100), Verdict::Dropped(_)))
+            .collect()
+    };
+    let mut seen = std::collections::HashSet::new();
+    for run in 0..3 {
+        for k in 0..3 {
+            let (up, down) = LinkConfig::of_path(spec, run, k);
+            assert_eq!(
+                drops(up.clone()),
+                drops(up.clone()),
+                "same seed, same losses"
+            );
+            assert!(
+                seen.insert(drops(up)),
+                "run {run} path {k} uplink repeats another link"
+            );
+            assert!(
+                seen.insert(drops(down)),
+                "run {run} path {k} downlink repeats another link"
+            );
+        }
+    }
+}
+
 fn arb_loss() -> impl Strategy<Value = Loss> {
     prop_oneof![
         Just(Loss::None),
