@@ -100,9 +100,9 @@ pub struct RunConfig {
     /// Whether the page server tells the transport what each response leads to
     /// ([`PageServer::dependency_hints`]).
     pub dependency_hints: bool,
-    /// Which random losses the emulated links draw ([`LinkConfig::of_path`]): loads with the
-    /// same seed see the same loss sequence on every path, loads with different seeds
-    /// independent ones.
+    /// Which random losses the emulated links draw
+    /// ([`mpquic_scenario::link::LinkConfig::of_path`]): loads with the same seed see the same
+    /// loss sequence on every path, loads with different seeds independent ones.
     pub loss_seed: u64,
 }
 
