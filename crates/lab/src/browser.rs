@@ -158,12 +158,15 @@ impl BrowserRecord {
     }
 }
 
-/// The run configuration of `row` in `scenario`.
+/// The run configuration of `row` in `scenario` for repetition `rep`, whose loads draw the
+/// links' random loss from seed `rep` in every row and with both clients, as the experiment's
+/// do.
 fn run_config(
     row: &str,
     scenario: &str,
     timeout: Duration,
     mode: Mode,
+    rep: u32,
 ) -> Result<RunConfig, Failure> {
     let quinn = row == Transport::Quinn.name();
     let scheduler = if quinn { BASE_ROW } else { row };
@@ -174,6 +177,7 @@ fn run_config(
     run.load.timeout = timeout;
     run.load.time_scale = 0.0;
     run.mode = mode;
+    run.loss_seed = u64::from(rep);
     Ok(run)
 }
 
@@ -205,7 +209,7 @@ pub fn browser(args: &BrowserArgs) -> Result<(), Failure> {
     // Every row parses before the first load.
     for row in &rows {
         for scenario in &scenarios {
-            run_config(row, scenario, timeout, args.mode)?;
+            run_config(row, scenario, timeout, args.mode, 0)?;
         }
     }
     let raw = out.join("raw.jsonl");
@@ -260,7 +264,7 @@ fn measure(
             }
             for rep in 0..args.reps {
                 for row in rows {
-                    let run = run_config(row, scenario, timeout, args.mode)?;
+                    let run = run_config(row, scenario, timeout, args.mode, rep)?;
                     let loads = match &page_client {
                         Some(exe) => both_clients_netns(exe, page, &site, &run, row, rep),
                         None => {
@@ -365,6 +369,8 @@ fn both_clients_netns(
         "0".into(),
         "--timeout".into(),
         run.load.timeout.as_secs_f64().to_string(),
+        "--loss-seed".into(),
+        run.loss_seed.to_string(),
     ];
     match run.transport {
         Transport::Quinn => args.extend(["--transport".into(), "quinn".into()]),
@@ -575,7 +581,7 @@ pub fn demo(page: &str, reps: u32) -> Result<(), Failure> {
     let mut loads: Vec<Vec<BrowserLoad>> = vec![Vec::new(); rows.len()];
     for rep in 0..reps {
         for (row, loads) in rows.iter().zip(&mut loads) {
-            let run = run_config(row, "pb-high", Duration::from_secs(60), Mode::Loopback)?;
+            let run = run_config(row, "pb-high", Duration::from_secs(60), Mode::Loopback, rep)?;
             let options = BrowserOptions {
                 // One screenshot, from the last load.
                 screenshot: (rep + 1 == reps && *row == BASE_ROW).then(|| png.clone()),
