@@ -16,12 +16,15 @@ fn path(id: u32, rtt_ms: u64, mbit: f64) -> PathSnapshot {
 }
 
 /// Bytes granted per stream and path when a fast path 0 and a slow path 1 are polled in turns
-/// until nothing is left (at most 2000 rounds of 10 simulated ms).
+/// until nothing is left (at most 2000 rounds of 10 simulated ms), each round with fresh
+/// snapshots: what the paths were granted before has been delivered.
 fn grants(kind: SchedulerKind, streams: &[StreamMeta]) -> BTreeMap<(u64, u32), u64> {
     let mut scheduler = kind.build();
     let start = Instant::now();
-    scheduler.on_path_added(start, &path(0, 10, 50.0)).unwrap();
-    scheduler.on_path_added(start, &path(1, 60, 10.0)).unwrap();
+    let paths = [path(0, 10, 50.0), path(1, 60, 10.0)];
+    for path in &paths {
+        scheduler.on_path_added(start, path).unwrap();
+    }
     for meta in streams {
         scheduler.on_stream_opened(start, meta).unwrap();
         scheduler.on_data_queued(start, meta.id, SIZE).unwrap();
@@ -32,6 +35,7 @@ fn grants(kind: SchedulerKind, streams: &[StreamMeta]) -> BTreeMap<(u64, u32), u
     for round in 0..2000u32 {
         let now = start + Duration::from_millis(10) * round;
         for id in [0, 1] {
+            scheduler.on_path_updated(now, &paths[id as usize]).unwrap();
             while let Some(grant) = scheduler.poll_send(now, PathId(id), 12_000) {
                 *granted.entry((grant.stream.0, id)).or_insert(0) += grant.bytes;
                 total += grant.bytes;

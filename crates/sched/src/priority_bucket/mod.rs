@@ -17,6 +17,10 @@ use crate::{
     StreamState, StreamTable, Urgency, MAX_PATHS,
 };
 
+/// The least a path may hold of less urgent streams: four packets, so that a path whose
+/// bandwidth is not known yet still carries some and shows what it can do.
+const QUEUE_LIMIT_FLOOR: u64 = 4 * 1200;
+
 /// Tuning of [`PriorityBucket`] beyond the paper.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriorityBucketConfig {
@@ -25,6 +29,7 @@ pub struct PriorityBucketConfig {
     window_limited_rate: bool,
     small_stream: u64,
     wait_step: Duration,
+    queue_limit: f64,
 }
 
 impl PriorityBucketConfig {
@@ -78,6 +83,26 @@ impl PriorityBucketConfig {
         self.unknown_size_window = bytes.max(1);
         self
     }
+
+    /// How much a path may hold of streams less urgent than the most urgent one the
+    /// connection has opened, in bandwidth-delay products (estimated bandwidth times the
+    /// smallest RTT; at least four packets): bytes in flight and waiting to leave, of every
+    /// stream. A path's emulated or real bottleneck is first in, first out, so what a less
+    /// urgent stream puts into its queue delays every urgent stream that comes after it; a
+    /// web page's urgent objects come a round trip apart, each behind the images and scripts
+    /// granted before it. Two products let the path's delivery rate, and so its estimate,
+    /// double per round trip, as slow start does. NaN or infinity: no limit.
+    ///
+    /// # Default
+    /// 2.
+    pub fn queue_limit(&mut self, bdps: f64) -> &mut Self {
+        self.queue_limit = if bdps.is_nan() {
+            f64::INFINITY
+        } else {
+            bdps.max(0.0)
+        };
+        self
+    }
 }
 
 impl PriorityBucketConfig {
@@ -92,13 +117,17 @@ impl PriorityBucketConfig {
             drift_threshold: f64::INFINITY,
             window_limited_rate: false,
             small_stream: 0,
+            queue_limit: f64::INFINITY,
             ..Self::default()
         }
     }
 
     /// Whether this is [`paper`](Self::paper)'s configuration.
     fn is_paper(&self) -> bool {
-        !self.window_limited_rate && !self.drift_threshold.is_finite() && self.small_stream == 0
+        !self.window_limited_rate
+            && !self.drift_threshold.is_finite()
+            && self.small_stream == 0
+            && !self.queue_limit.is_finite()
     }
 
     /// Whether b_i is the bandwidth estimate capped by cwnd / SRTT (`true`) or the bandwidth
@@ -123,6 +152,7 @@ impl Default for PriorityBucketConfig {
             window_limited_rate: true,
             small_stream: 16 * 1024,
             wait_step: Duration::from_millis(50),
+            queue_limit: 2.0,
         }
     }
 }
@@ -163,6 +193,12 @@ impl Default for PriorityBucketConfig {
 ///   urgent ones waits in their bucket. And a small stream that has waited
 ///   [`PriorityBucketConfig::wait_step`] goes first in its bucket, one bucket higher for every
 ///   further step ([`PriorityBucketConfig::small_stream`] says what is small).
+/// - **Less urgent streams do not build a queue.** A bottleneck is first in, first out, so the
+///   buckets order only what has not left yet. Once the connection has had a more urgent
+///   stream, the less urgent ones may fill a path only up to two bandwidth-delay products
+///   ([`PriorityBucketConfig::queue_limit`]), so the next urgent stream waits behind at most
+///   about one product of them in the bottleneck's queue, not behind a congestion window in
+///   slow start.
 #[derive(Debug, Default)]
 pub struct PriorityBucket {
     config: PriorityBucketConfig,
@@ -172,6 +208,8 @@ pub struct PriorityBucket {
     lanes: Vec<Lane>,
     /// Since when each stream with queued bytes has had them without a grant.
     waiting: BTreeMap<StreamId, Instant>,
+    /// The most urgent bucket any stream of the connection has been in.
+    most_urgent: Option<Urgency>,
 }
 
 /// What PriorityBucket keeps per path besides its snapshot.
@@ -181,6 +219,8 @@ struct Lane {
     buckets: PathBuckets,
     /// The one-way delay and rate the last full allocation used, to detect drift.
     planned: (Duration, Bandwidth),
+    /// Bytes granted since the path's snapshot was last updated, which it does not count yet.
+    granted: u64,
 }
 
 impl PriorityBucket {
@@ -263,6 +303,11 @@ impl PriorityBucket {
         }
     }
 
+    fn note_urgency(&mut self, meta: &StreamMeta) {
+        let urgency = meta.effective_urgency();
+        self.most_urgent = Some(self.most_urgent.map_or(urgency, |most| most.min(urgency)));
+    }
+
     /// A stream's sending limits summed over the paths.
     fn limited(&self, key: BucketKey) -> u64 {
         self.lanes
@@ -328,9 +373,16 @@ impl PriorityBucket {
         }
         let (key, quota) = self.next_on(path, now, most)?;
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
-        let bytes = room.min(quota).min(queued);
+        let mut bytes = room.min(quota).min(queued);
+        if self.most_urgent.is_some_and(|most| key.urgency > most) {
+            bytes = bytes.min(self.queue_room(path));
+            if bytes == 0 {
+                return None;
+            }
+        }
         if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path) {
             lane.buckets.take(key, bytes);
+            lane.granted = lane.granted.saturating_add(bytes);
         }
         self.streams.take(key.stream, bytes);
         if bytes < queued {
@@ -351,6 +403,19 @@ impl PriorityBucket {
             stream: key.stream,
             bytes,
         })
+    }
+
+    /// What a path may still take of streams less urgent than the connection's most urgent
+    /// ([`PriorityBucketConfig::queue_limit`]).
+    fn queue_room(&self, path: PathId) -> u64 {
+        let (Some(snapshot), Some(lane)) = (self.paths.get(path), self.lane(path)) else {
+            return 0;
+        };
+        let bdp = snapshot.bandwidth.bytes_per_sec() * snapshot.min_rtt.as_secs_f64();
+        let limit = (self.config.queue_limit * bdp).max(QUEUE_LIMIT_FLOOR as f64);
+        // Saturating conversion: an infinite limit is u64::MAX.
+        let holds = snapshot.bytes_in_flight.saturating_add(lane.granted);
+        (limit as u64).saturating_sub(holds)
     }
 
     /// Where a stream stands in a path's order: (bucket, not risen, arrival). A small stream
@@ -411,6 +476,7 @@ impl Scheduler for PriorityBucket {
             path: path.id,
             buckets: PathBuckets::default(),
             planned: (path.one_way_delay, self.rate(path)),
+            granted: 0,
         });
         self.reallocate_all();
         Ok(())
@@ -418,6 +484,9 @@ impl Scheduler for PriorityBucket {
 
     fn on_path_updated(&mut self, _now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
         let previous = self.paths.update(*path)?;
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path.id) {
+            lane.granted = 0;
+        }
         if previous.status != path.status || self.drifted(path) {
             self.reallocate_all();
         }
@@ -433,6 +502,7 @@ impl Scheduler for PriorityBucket {
 
     fn on_stream_opened(&mut self, _now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
         self.streams.open(*meta)?;
+        self.note_urgency(meta);
         self.ensure_allocated(meta.id);
         Ok(())
     }
@@ -445,6 +515,7 @@ impl Scheduler for PriorityBucket {
         );
         self.clear_stream(old);
         self.streams.update(*meta)?;
+        self.note_urgency(meta);
         self.ensure_allocated(meta.id);
         Ok(())
     }

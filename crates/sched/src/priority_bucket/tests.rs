@@ -162,8 +162,11 @@ proptest! {
         let step = Duration::from_millis(step_ms);
         let mut now = Instant::now();
         let mut pb = PriorityBucket::default();
-        for i in 0..paths {
-            pb.on_path_added(now, &snapshot(i, 1e6 * (i + 1) as f64, PathStatus::Available)).unwrap();
+        let mut latest: Vec<PathSnapshot> = (0..paths)
+            .map(|i| snapshot(i, 1e6 * (i + 1) as f64, PathStatus::Available))
+            .collect();
+        for path in &latest {
+            pb.on_path_added(now, path).unwrap();
         }
         let mut opened: Vec<(StreamId, Urgency, u64)> = Vec::new();
         let mut granted: Vec<u64> = Vec::new();
@@ -200,18 +203,23 @@ proptest! {
                     let _ = grant(&mut pb, now, PathId(path as u32), room, &opened, &mut granted);
                 }
                 Op::Estimate { path, rate } if path < paths => {
-                    pb.on_path_updated(now, &snapshot(path, rate, PathStatus::Available)).unwrap();
+                    latest[path] = snapshot(path, rate, PathStatus::Available);
+                    pb.on_path_updated(now, &latest[path]).unwrap();
                 }
                 Op::Fail { path } if path < paths && path > 0 => {
-                    pb.on_path_updated(now, &snapshot(path, 1e6, PathStatus::Down)).unwrap();
+                    latest[path] = snapshot(path, 1e6, PathStatus::Down);
+                    pb.on_path_updated(now, &latest[path]).unwrap();
                 }
                 _ => {}
             }
         }
-        // Drain: every usable path until no grant is left.
+        // Drain: every usable path until no grant is left, each path's earlier grants
+        // acknowledged before it is polled (a fresh snapshot), as the queue limit expects.
         for _ in 0..1_000_000 {
-            let progressed = (0..paths)
-                .any(|p| grant(&mut pb, now, PathId(p as u32), 1_000_000, &opened, &mut granted));
+            let progressed = (0..paths).any(|p| {
+                pb.on_path_updated(now, &latest[p]).unwrap();
+                grant(&mut pb, now, PathId(p as u32), 1_000_000, &opened, &mut granted)
+            });
             if !progressed {
                 break;
             }
@@ -429,4 +437,58 @@ fn past_the_window_only_urgent_streams_are_granted() {
         pb.poll_send(now, PathId(0), 1_200).unwrap().stream,
         StreamId(1)
     );
+}
+
+/// Once the connection has had a more urgent stream, the less urgent ones may fill a path only
+/// up to two bandwidth-delay products, counting everything it has in flight and what was
+/// granted since its last snapshot; the urgent stream is not limited.
+#[test]
+fn less_urgent_streams_queue_at_most_two_bdps_on_a_path() {
+    let now = Instant::now();
+    // 1 MB/s and 10 ms: a product of 10 kB.
+    let mut pb = one_path_with(
+        PriorityBucketConfig::default(),
+        now,
+        &[stream(1, 0, 30_000), stream(2, 3, 100_000)],
+    );
+    let urgent = pb.poll_send(now, PathId(0), 100_000).unwrap();
+    assert_eq!((urgent.stream, urgent.bytes), (StreamId(1), 30_000));
+    assert_eq!(pb.poll_send(now, PathId(0), 100_000), None);
+
+    // The urgent bytes were delivered; 15 kB of the image will be in flight.
+    pb.on_path_updated(now, &snapshot(0, 1e6, PathStatus::Available))
+        .unwrap();
+    let image = pb.poll_send(now, PathId(0), 15_000).unwrap();
+    assert_eq!((image.stream, image.bytes), (StreamId(2), 15_000));
+    assert_eq!(pb.poll_send(now, PathId(0), 100_000).unwrap().bytes, 5_000);
+    assert_eq!(pb.poll_send(now, PathId(0), 100_000), None);
+
+    // 15 kB of it still in flight: 5 kB more.
+    let mut path = snapshot(0, 1e6, PathStatus::Available);
+    path.bytes_in_flight = 15_000;
+    pb.on_path_updated(now, &path).unwrap();
+    assert_eq!(pb.poll_send(now, PathId(0), 100_000).unwrap().bytes, 5_000);
+}
+
+/// A connection whose streams share one urgency (a bulk transfer) is not limited, and
+/// neither is the paper's configuration.
+#[test]
+fn the_queue_limit_applies_only_below_the_most_urgent_stream() {
+    let now = Instant::now();
+    for (config, streams) in [
+        (PriorityBucketConfig::default(), vec![stream(1, 3, 100_000)]),
+        (
+            PriorityBucketConfig::paper(),
+            vec![stream(0, 0, 10), stream(1, 3, 100_000)],
+        ),
+    ] {
+        let mut pb = one_path_with(config, now, &streams);
+        let mut bulk = 0;
+        while let Some(grant) = pb.poll_send(now, PathId(0), 100_000) {
+            if grant.stream == StreamId(1) {
+                bulk += grant.bytes;
+            }
+        }
+        assert_eq!(bulk, 100_000);
+    }
 }
