@@ -84,14 +84,15 @@ impl PriorityBucketConfig {
         self
     }
 
-    /// How much a path may hold of streams less urgent than the most urgent one the
-    /// connection has opened, in bandwidth-delay products (estimated bandwidth times the
-    /// smallest RTT; at least four packets): bytes in flight and waiting to leave, of every
-    /// stream. A path's emulated or real bottleneck is first in, first out, so what a less
-    /// urgent stream puts into its queue delays every urgent stream that comes after it; a
-    /// web page's urgent objects come a round trip apart, each behind the images and scripts
-    /// granted before it. Two products let the path's delivery rate, and so its estimate,
-    /// double per round trip, as slow start does. NaN or infinity: no limit.
+    /// How much a path may hold of less urgent streams while more urgent ones are under way
+    /// (or were within two of its round trips), in bandwidth-delay products (estimated
+    /// bandwidth times the smallest RTT; at least four packets): bytes in flight and waiting
+    /// to leave, of every stream. A bottleneck is first in, first out, so what a less urgent
+    /// stream puts into its queue delays every urgent stream that comes after it; a web page's
+    /// urgent objects come a round trip apart, each behind the images and scripts granted
+    /// before it. Two products let the path's delivery rate, and so its estimate, double per
+    /// round trip, as slow start does. Once the urgent streams are over, the rest of the page
+    /// is not held back. NaN or infinity: no limit.
     ///
     /// # Default
     /// 2.
@@ -194,8 +195,9 @@ impl Default for PriorityBucketConfig {
 ///   [`PriorityBucketConfig::wait_step`] goes first in its bucket, one bucket higher for every
 ///   further step ([`PriorityBucketConfig::small_stream`] says what is small).
 /// - **Less urgent streams do not build a queue.** A bottleneck is first in, first out, so the
-///   buckets order only what has not left yet. Once the connection has had a more urgent
-///   stream, the less urgent ones may fill a path only up to two bandwidth-delay products
+///   buckets order only what has not left yet. While more urgent streams are under way (or
+///   were within two round trips), the less urgent ones may fill a path only up to two
+///   bandwidth-delay products
 ///   ([`PriorityBucketConfig::queue_limit`]), so the next urgent stream waits behind at most
 ///   about one product of them in the bottleneck's queue, not behind a congestion window in
 ///   slow start.
@@ -208,8 +210,40 @@ pub struct PriorityBucket {
     lanes: Vec<Lane>,
     /// Since when each stream with queued bytes has had them without a grant.
     waiting: BTreeMap<StreamId, Instant>,
-    /// The most urgent bucket any stream of the connection has been in.
-    most_urgent: Option<Urgency>,
+    /// Which buckets have streams, and since when the others have had none.
+    presence: Presence,
+}
+
+/// Per bucket, how many streams it holds and when it last held one: whether more urgent
+/// streams are under way, or were a moment ago, so that more may follow.
+#[derive(Debug, Default)]
+struct Presence {
+    streams: [u32; Urgency::LEVELS],
+    emptied: [Option<Instant>; Urgency::LEVELS],
+}
+
+impl Presence {
+    fn enter(&mut self, urgency: Urgency) {
+        let count = &mut self.streams[usize::from(urgency.get())];
+        *count = count.saturating_add(1);
+    }
+
+    fn leave(&mut self, urgency: Urgency, now: Instant) {
+        let index = usize::from(urgency.get());
+        self.streams[index] = self.streams[index].saturating_sub(1);
+        if self.streams[index] == 0 {
+            self.emptied[index] = Some(now);
+        }
+    }
+
+    /// Whether a bucket more urgent than `urgency` holds a stream or held one within `recent`.
+    fn above(&self, urgency: Urgency, now: Instant, recent: Duration) -> bool {
+        (0..usize::from(urgency.get())).any(|index| {
+            self.streams[index] > 0
+                || self.emptied[index]
+                    .is_some_and(|emptied| now.saturating_duration_since(emptied) < recent)
+        })
+    }
 }
 
 /// What PriorityBucket keeps per path besides its snapshot.
@@ -303,11 +337,6 @@ impl PriorityBucket {
         }
     }
 
-    fn note_urgency(&mut self, meta: &StreamMeta) {
-        let urgency = meta.effective_urgency();
-        self.most_urgent = Some(self.most_urgent.map_or(urgency, |most| most.min(urgency)));
-    }
-
     /// A stream's sending limits summed over the paths.
     fn limited(&self, key: BucketKey) -> u64 {
         self.lanes
@@ -374,7 +403,7 @@ impl PriorityBucket {
         let (key, quota) = self.next_on(path, now, most)?;
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
         let mut bytes = room.min(quota).min(queued);
-        if self.most_urgent.is_some_and(|most| key.urgency > most) {
+        if self.queue_limited(path, key.urgency, now) {
             bytes = bytes.min(self.queue_room(path));
             if bytes == 0 {
                 return None;
@@ -403,6 +432,17 @@ impl PriorityBucket {
             stream: key.stream,
             bytes,
         })
+    }
+
+    /// Whether streams of `urgency` are held to the path's queue limit: while more urgent
+    /// streams are under way, or were within two of the path's round trips, since the next
+    /// urgent request of a page comes about a round trip after the last urgent response.
+    fn queue_limited(&self, path: PathId, urgency: Urgency, now: Instant) -> bool {
+        let recent = self
+            .paths
+            .get(path)
+            .map_or(Duration::ZERO, |p| p.srtt.saturating_mul(2));
+        self.config.queue_limit.is_finite() && self.presence.above(urgency, now, recent)
     }
 
     /// What a path may still take of streams less urgent than the connection's most urgent
@@ -502,12 +542,12 @@ impl Scheduler for PriorityBucket {
 
     fn on_stream_opened(&mut self, _now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
         self.streams.open(*meta)?;
-        self.note_urgency(meta);
+        self.presence.enter(meta.effective_urgency());
         self.ensure_allocated(meta.id);
         Ok(())
     }
 
-    fn on_stream_updated(&mut self, _now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
+    fn on_stream_updated(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
         let old = key_of(
             self.streams
                 .get(meta.id)
@@ -515,7 +555,8 @@ impl Scheduler for PriorityBucket {
         );
         self.clear_stream(old);
         self.streams.update(*meta)?;
-        self.note_urgency(meta);
+        self.presence.leave(old.urgency, now);
+        self.presence.enter(meta.effective_urgency());
         self.ensure_allocated(meta.id);
         Ok(())
     }
@@ -544,10 +585,12 @@ impl Scheduler for PriorityBucket {
         Ok(())
     }
 
-    fn on_stream_closed(&mut self, _now: Instant, stream: StreamId) {
+    fn on_stream_closed(&mut self, now: Instant, stream: StreamId) {
         self.waiting.remove(&stream);
         if let Some(state) = self.streams.remove(stream) {
-            self.clear_stream(key_of(&state));
+            let key = key_of(&state);
+            self.presence.leave(key.urgency, now);
+            self.clear_stream(key);
         }
     }
 

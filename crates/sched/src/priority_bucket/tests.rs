@@ -470,25 +470,52 @@ fn less_urgent_streams_queue_at_most_two_bdps_on_a_path() {
     assert_eq!(pb.poll_send(now, PathId(0), 100_000).unwrap().bytes, 5_000);
 }
 
-/// A connection whose streams share one urgency (a bulk transfer) is not limited, and
-/// neither is the paper's configuration.
+/// A connection whose streams share one urgency (a bulk transfer) is not limited, nor one
+/// whose urgent streams ended two round trips ago, nor the paper's configuration.
 #[test]
-fn the_queue_limit_applies_only_below_the_most_urgent_stream() {
-    let now = Instant::now();
-    for (config, streams) in [
-        (PriorityBucketConfig::default(), vec![stream(1, 3, 100_000)]),
+fn the_queue_limit_holds_only_while_more_urgent_streams_are_under_way() {
+    let start = Instant::now();
+    // The path's round trip is 10 ms.
+    let later = start + Duration::from_millis(20);
+    let cases = [
+        (
+            PriorityBucketConfig::default(),
+            vec![stream(1, 3, 100_000)],
+            None,
+        ),
+        (
+            PriorityBucketConfig::default(),
+            vec![stream(0, 0, 10), stream(1, 3, 100_000)],
+            Some(later),
+        ),
         (
             PriorityBucketConfig::paper(),
             vec![stream(0, 0, 10), stream(1, 3, 100_000)],
+            None,
         ),
-    ] {
-        let mut pb = one_path_with(config, now, &streams);
+    ];
+    for (config, streams, urgent_closed) in cases {
+        let mut pb = one_path_with(config, start, &streams);
+        let mut now = start;
+        if let Some(closed) = urgent_closed {
+            assert_eq!(
+                pb.poll_send(now, PathId(0), 10).unwrap().stream,
+                StreamId(0)
+            );
+            pb.on_stream_closed(closed - Duration::from_nanos(1), StreamId(0));
+            assert_eq!(
+                pb.poll_send(closed, PathId(0), 100_000).unwrap().bytes,
+                19_990
+            );
+            now = closed + Duration::from_millis(20);
+        }
         let mut bulk = 0;
         while let Some(grant) = pb.poll_send(now, PathId(0), 100_000) {
             if grant.stream == StreamId(1) {
                 bulk += grant.bytes;
             }
         }
-        assert_eq!(bulk, 100_000);
+        let limited = if urgent_closed.is_some() { 19_990 } else { 0 };
+        assert_eq!(bulk + limited, 100_000, "{urgent_closed:?}");
     }
 }
