@@ -142,6 +142,9 @@ impl Chromium {
             .args(flags(profile.path(), hosts, proxy, window))
             .args(screenshot.map(|png| format!("--screenshot={}", png.display())))
             .arg(url)
+            // Chromium keeps its singleton socket in a directory of its own under TMPDIR and
+            // leaves it behind when it is ended: inside the profile, it goes with the profile.
+            .env("TMPDIR", profile.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -98,3 +98,25 @@ async fn chromium_requests_a_recorded_page_in_the_recording_s_dependency_order()
     assert!(order.ordered > 0, "{order:#?}");
     assert!(load.proxy.unknown.is_empty(), "{:?}", load.proxy.unknown);
 }
+
+/// Chromium's own temporary directories (`org.chromium.Chromium.*`) in the system's.
+fn chromium_temp_dirs() -> std::collections::BTreeSet<std::ffi::OsString> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|entry| Some(entry.ok()?.file_name()))
+        .filter(|name| name.to_string_lossy().starts_with("org.chromium.Chromium."))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
+async fn a_load_leaves_no_directory_of_chromium_s_behind() {
+    let chromium = Chromium::find().expect("a Chromium binary");
+    let before = chromium_temp_dirs();
+    let run = RunConfig::new("priority-bucket", "pb-high").unwrap();
+    load_in_browser(&small_site(), &run, &chromium, &BrowserOptions::default())
+        .await
+        .unwrap();
+    let left: Vec<_> = chromium_temp_dirs().difference(&before).cloned().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
