@@ -197,10 +197,9 @@ impl Default for PriorityBucketConfig {
 /// - **Less urgent streams do not build a queue.** A bottleneck is first in, first out, so the
 ///   buckets order only what has not left yet. While more urgent streams are under way (or
 ///   were within two round trips), the less urgent ones may fill a path only up to two
-///   bandwidth-delay products
-///   ([`PriorityBucketConfig::queue_limit`]), so the next urgent stream waits behind at most
-///   about one product of them in the bottleneck's queue, not behind a congestion window in
-///   slow start.
+///   bandwidth-delay products ([`PriorityBucketConfig::queue_limit`]), so the next urgent
+///   stream waits behind at most about one product of them in the bottleneck's queue, not
+///   behind a congestion window in slow start.
 #[derive(Debug, Default)]
 pub struct PriorityBucket {
     config: PriorityBucketConfig,
@@ -445,7 +444,7 @@ impl PriorityBucket {
         self.config.queue_limit.is_finite() && self.presence.above(urgency, now, recent)
     }
 
-    /// What a path may still take of streams less urgent than the connection's most urgent
+    /// What a path may still take of the streams its queue limit holds
     /// ([`PriorityBucketConfig::queue_limit`]).
     fn queue_room(&self, path: PathId) -> u64 {
         let (Some(snapshot), Some(lane)) = (self.paths.get(path), self.lane(path)) else {
@@ -453,7 +452,7 @@ impl PriorityBucket {
         };
         let bdp = snapshot.bandwidth.bytes_per_sec() * snapshot.min_rtt.as_secs_f64();
         let limit = (self.config.queue_limit * bdp).max(QUEUE_LIMIT_FLOOR as f64);
-        // Saturating conversion: an infinite limit is u64::MAX.
+        // `as` saturates: a limit beyond u64::MAX (an absurd bandwidth estimate) is u64::MAX.
         let holds = snapshot.bytes_in_flight.saturating_add(lane.granted);
         (limit as u64).saturating_sub(holds)
     }

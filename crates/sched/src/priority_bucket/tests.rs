@@ -439,9 +439,9 @@ fn past_the_window_only_urgent_streams_are_granted() {
     );
 }
 
-/// Once the connection has had a more urgent stream, the less urgent ones may fill a path only
-/// up to two bandwidth-delay products, counting everything it has in flight and what was
-/// granted since its last snapshot; the urgent stream is not limited.
+/// While a more urgent stream is under way, the less urgent ones may fill a path only up to two
+/// bandwidth-delay products, counting everything it has in flight and what was granted since
+/// its last snapshot; the urgent stream is not limited.
 #[test]
 fn less_urgent_streams_queue_at_most_two_bdps_on_a_path() {
     let now = Instant::now();
@@ -455,7 +455,7 @@ fn less_urgent_streams_queue_at_most_two_bdps_on_a_path() {
     assert_eq!((urgent.stream, urgent.bytes), (StreamId(1), 30_000));
     assert_eq!(pb.poll_send(now, PathId(0), 100_000), None);
 
-    // The urgent bytes were delivered; 15 kB of the image will be in flight.
+    // The urgent bytes were acknowledged (a fresh snapshot): the image may have 20 kB there.
     pb.on_path_updated(now, &snapshot(0, 1e6, PathStatus::Available))
         .unwrap();
     let image = pb.poll_send(now, PathId(0), 15_000).unwrap();
