@@ -337,11 +337,16 @@ impl PathSnapshot {
         }
     }
 
+    /// The bytes the path holds without a queue: its estimated bandwidth times its smallest
+    /// RTT.
+    pub fn bandwidth_delay_product(&self) -> f64 {
+        self.bandwidth.bytes_per_sec() * self.min_rtt.as_secs_f64()
+    }
+
     /// How long the path's standing queue takes to drain: what is in flight beyond its
-    /// bandwidth-delay product (estimated bandwidth times the smallest RTT), at that bandwidth.
+    /// [`bandwidth_delay_product`](Self::bandwidth_delay_product), at its bandwidth.
     pub fn queue_delay(&self) -> Duration {
-        let pipe = self.bandwidth.bytes_per_sec() * self.min_rtt.as_secs_f64();
-        let standing = (self.bytes_in_flight as f64 - pipe).max(0.0);
+        let standing = (self.bytes_in_flight as f64 - self.bandwidth_delay_product()).max(0.0);
         Duration::try_from_secs_f64(standing / self.bandwidth.bytes_per_sec())
             .unwrap_or(Duration::MAX)
     }

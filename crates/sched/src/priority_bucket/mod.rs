@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 pub use allocator::{allocate, allocate_two, AllocPath, Allocation};
 use buckets::{BucketKey, PathBuckets};
 
+use crate::baseline::PACKET_PAYLOAD;
 use crate::drift;
 use crate::{
     Bandwidth, Grant, PathId, PathSnapshot, PathTable, SchedError, Scheduler, StreamId, StreamMeta,
@@ -19,7 +20,7 @@ use crate::{
 
 /// The least a path may hold of less urgent streams: four packets, so that a path whose
 /// bandwidth is not known yet still carries some and shows what it can do.
-const QUEUE_LIMIT_FLOOR: u64 = 4 * 1200;
+const QUEUE_LIMIT_FLOOR: u64 = 4 * PACKET_PAYLOAD;
 
 /// Tuning of [`PriorityBucket`] beyond the paper.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,6 +278,10 @@ impl PriorityBucket {
         self.lanes.iter().find(|lane| lane.path == path)
     }
 
+    fn lane_mut(&mut self, path: PathId) -> Option<&mut Lane> {
+        self.lanes.iter_mut().find(|lane| lane.path == path)
+    }
+
     fn path_buckets(&self, path: PathId) -> Option<&PathBuckets> {
         self.lane(path).map(|lane| &lane.buckets)
     }
@@ -330,7 +335,7 @@ impl PriorityBucket {
             return;
         }
         for (id, &bytes) in ids[..n].iter().zip(&shares[..n]) {
-            if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == *id) {
+            if let Some(lane) = self.lane_mut(*id) {
                 lane.buckets.add(key, bytes);
             }
         }
@@ -408,7 +413,7 @@ impl PriorityBucket {
                 return None;
             }
         }
-        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path) {
+        if let Some(lane) = self.lane_mut(path) {
             lane.buckets.take(key, bytes);
             lane.granted = lane.granted.saturating_add(bytes);
         }
@@ -450,8 +455,8 @@ impl PriorityBucket {
         let (Some(snapshot), Some(lane)) = (self.paths.get(path), self.lane(path)) else {
             return 0;
         };
-        let bdp = snapshot.bandwidth.bytes_per_sec() * snapshot.min_rtt.as_secs_f64();
-        let limit = (self.config.queue_limit * bdp).max(QUEUE_LIMIT_FLOOR as f64);
+        let limit = (self.config.queue_limit * snapshot.bandwidth_delay_product())
+            .max(QUEUE_LIMIT_FLOOR as f64);
         // `as` saturates: a limit beyond u64::MAX (an absurd bandwidth estimate) is u64::MAX.
         let holds = snapshot.bytes_in_flight.saturating_add(lane.granted);
         (limit as u64).saturating_sub(holds)
@@ -523,7 +528,7 @@ impl Scheduler for PriorityBucket {
 
     fn on_path_updated(&mut self, _now: Instant, path: &PathSnapshot) -> Result<(), SchedError> {
         let previous = self.paths.update(*path)?;
-        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.path == path.id) {
+        if let Some(lane) = self.lane_mut(path.id) {
             lane.granted = 0;
         }
         if previous.status != path.status || self.drifted(path) {
