@@ -9,13 +9,20 @@
 //! initiators, and its start times hold the recording's own network and browser delays).
 //! Each scheduler loads the page [`REPS`] times, the schedulers taking turns in each round so
 //! that drift in the machine's load spreads over all of them.
+//!
+//! `cargo xtask demo --browser` loads a page in headless Chromium instead (`mpquic-browser`),
+//! with priority-bucket and lrf, prints the browser's FCP, LCP and `load`, and saves a
+//! screenshot of the rendered page.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use mpquic_browser::{load_in_browser, BrowserLoad, BrowserOptions, Chromium, Site};
 use mpquic_replay::{har, load_page_blocking, LoadReport, RunConfig};
 use mpquic_sched::sim::BASELINE;
 use mpquic_sched::SchedulerKind;
 
+use crate::experiment::pages;
 use crate::stats::Summary;
 use crate::table::{reduction, summary_cell, CELL, RED};
 use crate::Failure;
@@ -95,4 +102,66 @@ fn render(loads: &[Vec<LoadReport>]) -> String {
         );
     }
     out
+}
+
+/// `cargo xtask demo --browser`: `page` in Chromium over pb-high with priority-bucket and lrf,
+/// `reps` loads each in turn; prints FCP, LCP and load, and saves a screenshot.
+pub fn browser(page: &str, reps: u32) -> Result<(), Failure> {
+    let root = crate::workspace_root();
+    let out = root.join("target/browser-demo");
+    std::fs::create_dir_all(&out).map_err(|e| Failure::Demo(format!("{}: {e}", out.display())))?;
+    let page = pages::resolve(&[page.to_owned()], &root, &out)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure::Usage("no page".into()))?;
+    let site = Arc::new(Site::build(&page.page));
+    let chromium = Chromium::find().map_err(|e| Failure::Demo(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Demo(format!("tokio runtime: {e}")))?;
+    let rows = [SchedulerKind::PriorityBucket.name(), BASELINE.name()];
+    let png = out.join(format!("{}.png", page.label));
+    println!(
+        "{} ({}), {SCENARIO} on loopback, headless Chromium ({}), {reps} loads per scheduler",
+        page.label,
+        page.describe(),
+        chromium.binary().display()
+    );
+    let mut loads: Vec<Vec<BrowserLoad>> = vec![Vec::new(); rows.len()];
+    for rep in 0..reps {
+        for (row, loads) in rows.iter().zip(&mut loads) {
+            let mut run =
+                RunConfig::new(row, SCENARIO).map_err(|e| Failure::Demo(e.to_string()))?;
+            run.loss_seed = u64::from(rep);
+            let options = BrowserOptions {
+                // One screenshot, from the last load.
+                screenshot: (rep + 1 == reps && *row == BASELINE.name()).then(|| png.clone()),
+                timeout: Duration::from_secs(60),
+                ..BrowserOptions::default()
+            };
+            let load = runtime
+                .block_on(load_in_browser(&site, &run, &chromium, &options))
+                .map_err(|e| Failure::Demo(format!("{row}: {e}")))?;
+            loads.push(load);
+        }
+    }
+    println!(
+        "{:<16} {:>CELL$} {:>CELL$} {:>CELL$}",
+        "scheduler", "FCP ms", "LCP ms", "load ms"
+    );
+    for (row, loads) in rows.iter().zip(&loads) {
+        let cell = |f: fn(&BrowserLoad) -> Option<f64>| {
+            summary_cell(Summary::of(&loads.iter().filter_map(f).collect::<Vec<_>>()))
+        };
+        println!(
+            "{row:<16} {:>CELL$} {:>CELL$} {:>CELL$}",
+            cell(|l| l.paint.times.fcp_ms),
+            cell(|l| l.paint.times.lcp_ms),
+            cell(|l| l.paint.times.load_ms)
+        );
+    }
+    println!("screenshot: {}", png.display());
+    Ok(())
 }

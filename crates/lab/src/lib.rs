@@ -23,7 +23,6 @@
 #![allow(clippy::print_stdout)]
 
 mod bins;
-mod browser;
 pub mod bulk;
 mod calibrate;
 mod demo;
@@ -68,9 +67,6 @@ enum Command {
     /// `--browser`, in headless Chromium with two schedulers, printing FCP, LCP and load and
     /// saving a screenshot.
     Demo(DemoArgs),
-    /// Recorded pages in headless Chromium over mpquic and plain quinn, beside the replay
-    /// client, with a report under target/browser/.
-    Browser(browser::BrowserArgs),
     /// Runs every scheduler over a page on the full-stack simulation, repeated over seeds, and
     /// prints FRT and PLT (mean ± sd) against lrf and the oracle lower bound.
     Sim(SimArgs),
@@ -137,9 +133,8 @@ impl std::fmt::Display for Failure {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Demo(args) if args.browser => browser::demo(&args.page, args.reps),
+        Command::Demo(args) if args.browser => demo::browser(&args.page, args.reps),
         Command::Demo(_) => demo::demo(),
-        Command::Browser(args) => browser::browser(&args),
         Command::Sim(args) => sim::sim(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Experiment(args) => experiment::experiment(&args),

@@ -16,6 +16,7 @@
 //! `report.md` and SVG charts from every matching record, with the simulator's oracle bound
 //! per scenario and page.
 
+mod browser;
 pub(crate) mod pages;
 pub(crate) mod plot;
 mod raw;
@@ -28,11 +29,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use mpquic_browser::{BrowserLoad, Chromium, Site};
 use mpquic_replay::LoadReport;
 use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
 use crate::{bins, Failure};
+use browser::PaintRecord;
+use raw::Client;
 pub use raw::Record;
 
 /// The issue's eight presets, plus `lte` (LTE and 3G paths) for issue 7's rows.
@@ -98,6 +102,12 @@ pub struct ExperimentArgs {
     /// Every scheduler also without re-injection (`--no-reinjection` of page_client).
     #[arg(long)]
     reinjection_ablation: bool,
+    /// Every scheduler, and plain quinn, also in headless Chromium (`page_client --browser`,
+    /// Debian's `chromium`): the browser's FCP and `load` as FRT and PLT, its LCP, and a
+    /// section setting them beside the replay client's rows. Plain quinn's replay row is then
+    /// in the matrix too, with `--no-extras` or without.
+    #[arg(long)]
+    browser: bool,
     /// The congestion controller of the scheduler and single-path rows (a name that
     /// `mpquic::CongestionControl` parses).
     #[arg(long, default_value = MAIN_CC)]
@@ -126,6 +136,8 @@ pub struct Variant {
     pub paths: String,
     /// What the row is for.
     pub kind: VariantKind,
+    /// What loads the page.
+    pub client: Client,
 }
 
 /// What a row is for.
@@ -160,11 +172,35 @@ impl Variant {
             cc: cc.to_owned(),
             paths: "all".to_owned(),
             kind: VariantKind::Main,
+            client: Client::Replay,
         }
+    }
+
+    /// Plain quinn over the scenario's better path.
+    fn quinn() -> Self {
+        Self {
+            scheduler: "quinn".to_owned(),
+            cc: "cubic".to_owned(),
+            paths: "better".to_owned(),
+            kind: VariantKind::Quinn,
+            client: Client::Replay,
+        }
+    }
+
+    /// A scheduler's row in the replay client, the rows the papers' comparisons are made of.
+    pub fn is_main_replay(&self) -> bool {
+        self.kind == VariantKind::Main && self.client == Client::Replay
     }
 
     /// The row's label in the tables.
     pub fn label(&self) -> String {
+        match self.client {
+            Client::Replay => self.replay_label(),
+            Client::Chromium => format!("{} in Chromium", self.replay_label()),
+        }
+    }
+
+    fn replay_label(&self) -> String {
         match self.kind {
             VariantKind::Main if self.cc == MAIN_CC => self.scheduler.clone(),
             VariantKind::Main => format!("{} + {}", self.scheduler, self.cc),
@@ -199,6 +235,7 @@ impl Variant {
             && r.paths == self.paths
             && r.delivery_reports == self.delivery_reports()
             && r.reinjection == self.reinjection()
+            && r.client == self.client
     }
 }
 
@@ -234,12 +271,7 @@ pub fn variants(
             });
         }
     }
-    rows.push(Variant {
-        scheduler: "quinn".to_owned(),
-        cc: "cubic".to_owned(),
-        paths: "better".to_owned(),
-        kind: VariantKind::Quinn,
-    });
+    rows.push(Variant::quinn());
     if netns {
         for (scheduler, cc) in TQUIC_VARIANTS {
             rows.push(Variant {
@@ -247,6 +279,7 @@ pub fn variants(
                 cc: (*cc).to_owned(),
                 paths: "all".to_owned(),
                 kind: VariantKind::Tquic,
+                client: Client::Replay,
             });
         }
     }
@@ -303,6 +336,8 @@ pub struct Plan {
     pub extras: bool,
     /// Whether every scheduler also runs without re-injection.
     pub reinjection_ablation: bool,
+    /// Whether every scheduler and plain quinn also load in Chromium.
+    pub browser: bool,
     /// The congestion controller of the scheduler rows.
     pub cc: String,
     /// Time a run may take beyond `timeout` before it is killed.
@@ -332,6 +367,20 @@ impl Plan {
                 ..Variant::main(k, &self.cc)
             }));
         }
+        if self.browser {
+            if !rows.iter().any(|v| v.kind == VariantKind::Quinn) {
+                rows.push(Variant::quinn());
+            }
+            let in_chromium: Vec<Variant> = rows
+                .iter()
+                .filter(|v| matches!(v.kind, VariantKind::Main | VariantKind::Quinn))
+                .map(|v| Variant {
+                    client: Client::Chromium,
+                    ..v.clone()
+                })
+                .collect();
+            rows.extend(in_chromium);
+        }
         rows
     }
 
@@ -351,6 +400,9 @@ impl Plan {
 struct Job<'a> {
     scenario: &'static Scenario,
     page: &'a pages::PageRef,
+    /// The page as the browser loads it, for a Chromium row: its request log is checked
+    /// against it.
+    site: Option<&'a Site>,
     variant: Variant,
     rep: usize,
 }
@@ -375,6 +427,7 @@ impl Job<'_> {
             time_scale: plan.time_scale,
             delivery_reports: self.variant.delivery_reports(),
             reinjection: self.variant.reinjection(),
+            client: self.variant.client,
         }
     }
 
@@ -499,6 +552,7 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
         timeout: args.timeout,
         extras: !args.no_extras,
         reinjection_ablation: args.reinjection_ablation,
+        browser: args.browser,
         cc: args.cc.clone(),
         setup_slack: SETUP_SLACK,
         out,
@@ -604,6 +658,9 @@ impl Programs {
         if !v.reinjection() {
             cmd.arg("--no-reinjection");
         }
+        if v.client == Client::Chromium {
+            cmd.arg("--browser");
+        }
         cmd
     }
 }
@@ -618,6 +675,7 @@ fn run_job(programs: &Programs, root: &Path, plan: &Plan, job: &Job<'_>) -> Reco
         wall_s: 0.0,
         error: None,
         report: None,
+        browser: None,
     };
     let mut cmd = programs.command(plan, job);
     let program = PathBuf::from(cmd.get_program());
@@ -680,9 +738,17 @@ fn run_job(programs: &Programs, root: &Path, plan: &Plan, job: &Job<'_>) -> Reco
         .rev()
         .find(|l| l.starts_with('{'))
         .unwrap_or_default();
-    match serde_json::from_str::<LoadReport>(line) {
-        Ok(report) => record.report = Some(report),
-        Err(e) => record.error = Some(format!("unreadable {name} output: {e}")),
+    let unreadable = |e: serde_json::Error| format!("unreadable {name} output: {e}");
+    match (job.variant.client, job.site) {
+        (Client::Replay, _) => match serde_json::from_str::<LoadReport>(line) {
+            Ok(report) => record.report = Some(report),
+            Err(e) => record.error = Some(unreadable(e)),
+        },
+        (Client::Chromium, Some(site)) => match serde_json::from_str::<BrowserLoad>(line) {
+            Ok(load) => record.browser = Some(PaintRecord::of(&load, site)),
+            Err(e) => record.error = Some(unreadable(e)),
+        },
+        (Client::Chromium, None) => record.error = Some("no built site to check".to_owned()),
     }
     record
 }
@@ -702,17 +768,24 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         );
     }
     let done = raw::done(&records);
+    // The pages as the browser loads them, built once.
+    let sites: Vec<Option<Site>> = plan
+        .pages
+        .iter()
+        .map(|p| plan.browser.then(|| Site::build(&p.page)))
+        .collect();
     let mut jobs = Vec::new();
     let mut total = 0usize;
     for &scenario in &plan.scenarios {
         let rows = plan.variants(scenario.name);
-        for page in &plan.pages {
+        for (page, site) in plan.pages.iter().zip(&sites) {
             for rep in 0..plan.reps {
                 for variant in &rows {
                     total += 1;
                     let job = Job {
                         scenario,
                         page,
+                        site: site.as_ref(),
                         variant: variant.clone(),
                         rep,
                     };
@@ -744,6 +817,14 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
         if jobs.iter().any(|j| j.variant.kind == VariantKind::Tquic) {
             crate::peers::tquic().map_err(Failure::Experiment)?;
         }
+        // A browser that cannot start is found before the first load, not in every one.
+        if jobs.iter().any(|j| j.variant.client == Client::Chromium) {
+            let chromium = Chromium::find().map_err(|e| Failure::Experiment(e.to_string()))?;
+            eprintln!(
+                "experiment: browser rows in {}",
+                chromium.binary().display()
+            );
+        }
         let programs = Programs {
             page_client: bins::binary("page_client", args.profile).map_err(Failure::Experiment)?,
             lab: std::env::current_exe()
@@ -761,13 +842,18 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
             bar.set_message(job.describe());
             let record = run_job(&programs, &root, &plan, job);
             raw::append(&raw_file, &record).map_err(Failure::Experiment)?;
-            let outcome = match (&record.report, &record.error) {
-                (Some(r), _) => format!("FRT {:.1} ms, PLT {:.1} ms", r.frt_ms, r.plt_ms),
-                (None, Some(e)) => {
+            let outcome = match (&record.report, &record.browser, &record.error) {
+                (Some(r), _, _) => format!("FRT {:.1} ms, PLT {:.1} ms", r.frt_ms, r.plt_ms),
+                (None, Some(p), _) => format!(
+                    "FCP {:.1} ms, load {:.1} ms from the request",
+                    p.fcp_from_request().unwrap_or(f64::NAN),
+                    p.load_from_request().unwrap_or(f64::NAN)
+                ),
+                (None, None, Some(e)) => {
                     failed += 1;
                     format!("failed: {e}")
                 }
-                (None, None) => "no report".to_owned(),
+                (None, None, None) => "no report".to_owned(),
             };
             bar.inc(1);
             if log_lines {
@@ -781,7 +867,7 @@ pub fn experiment(args: &ExperimentArgs) -> Result<(), Failure> {
                     eta / 60,
                     eta % 60
                 );
-            } else if record.report.is_none() {
+            } else if !record.measured() {
                 bar.println(format!("{}: {outcome}", job.describe()));
             }
         }
@@ -830,6 +916,7 @@ mod tests {
             timeout: 0.2,
             extras: false,
             reinjection_ablation: false,
+            browser: false,
             cc: MAIN_CC.to_owned(),
             setup_slack: Duration::ZERO,
             out: dir.to_path_buf(),
@@ -854,6 +941,7 @@ mod tests {
                 let job = Job {
                     scenario,
                     page: &plan.pages[0],
+                    site: None,
                     variant: variant.clone(),
                     rep,
                 };
@@ -875,6 +963,7 @@ mod tests {
         let job = Job {
             scenario: plan.scenarios[0],
             page: &plan.pages[0],
+            site: None,
             variant: Variant::main(SchedulerKind::Lrf, MAIN_CC),
             rep: 0,
         };
@@ -899,6 +988,51 @@ mod tests {
             "{r:?}"
         );
         assert!(r.report.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn browser_rows_repeat_every_scheduler_and_quinn_in_chromium() {
+        let dir = std::env::temp_dir().join(format!("mq-exp-browser-{}", std::process::id()));
+        let plan = Plan {
+            browser: true,
+            schedulers: vec![SchedulerKind::PriorityBucket, SchedulerKind::Lrf],
+            ..plan(&dir)
+        };
+        let rows = plan.variants("pb-low");
+        let labels: Vec<String> = rows.iter().map(Variant::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "priority-bucket",
+                "lrf",
+                "quinn (h3-quinn), better path",
+                "priority-bucket in Chromium",
+                "lrf in Chromium",
+                "quinn (h3-quinn), better path in Chromium",
+            ]
+        );
+        // A Chromium row is its own run: page_client is asked for the browser, and resuming
+        // does not take a replay load for it.
+        let programs = Programs {
+            page_client: PathBuf::from("page_client"),
+            lab: PathBuf::from("lab"),
+        };
+        let job = |variant: &Variant| Job {
+            scenario: plan.scenarios[0],
+            page: &plan.pages[0],
+            site: None,
+            variant: variant.clone(),
+            rep: 0,
+        };
+        for v in &rows {
+            let command = programs.command(&plan, &job(v));
+            let browser = command.get_args().any(|a| a == "--browser");
+            assert_eq!(browser, v.client == Client::Chromium, "{}", v.label());
+        }
+        let (replay, chromium) = (job(&rows[1]).id(&plan), job(&rows[4]).id(&plan));
+        assert_ne!(replay.key(), chromium.key());
+        assert!(rows[4].matches(&chromium) && !rows[4].matches(&replay));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -8,6 +8,25 @@ use std::path::Path;
 use mpquic_replay::LoadReport;
 use serde::{Deserialize, Serialize};
 
+use super::browser::PaintRecord;
+
+/// What loads the page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Client {
+    /// page_client's replay client: each object requested when its initiator has arrived.
+    #[default]
+    Replay,
+    /// Headless Chromium through the browser crate's proxy (`page_client --browser`).
+    Chromium,
+}
+
+impl Client {
+    fn is_replay(&self) -> bool {
+        *self == Self::Replay
+    }
+}
+
 /// Which run: resuming skips a run whose id is in raw.jsonl.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunId {
@@ -35,6 +54,10 @@ pub struct RunId {
     /// setting existed read as on, so compare in a fresh output directory).
     #[serde(default = "on", skip_serializing_if = "is_on")]
     pub reinjection: bool,
+    /// What loaded the page (left out for the replay client, as in runs recorded before the
+    /// browser rows existed).
+    #[serde(default, skip_serializing_if = "Client::is_replay")]
+    pub client: Client,
 }
 
 fn on() -> bool {
@@ -68,9 +91,19 @@ pub struct Record {
     /// Why there is no report (a failed load, a timeout, unreadable output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The load's report.
+    /// The replay client's report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<LoadReport>,
+    /// The browser's report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<PaintRecord>,
+}
+
+impl Record {
+    /// Whether the load produced a report.
+    pub fn measured(&self) -> bool {
+        self.report.is_some() || self.browser.is_some()
+    }
 }
 
 /// Reads every record of `file` (none if it does not exist). Lines that do not parse (a run
@@ -145,11 +178,13 @@ mod tests {
                 time_scale: 0.0,
                 delivery_reports: true,
                 reinjection: true,
+                client: Client::Replay,
             },
             started_unix: 1,
             wall_s: 0.5,
             error: error.map(str::to_owned),
             report: None,
+            browser: None,
         }
     }
 
@@ -183,6 +218,7 @@ mod tests {
         let with = record(0, None).id;
         let line = serde_json::to_string(&with).unwrap();
         assert!(!line.contains("delivery_reports"), "{line}");
+        assert!(!line.contains("client"), "{line}");
         let parsed: RunId = serde_json::from_str(&line).unwrap();
         assert!(parsed.delivery_reports);
         assert_eq!(parsed.key(), with.key());
@@ -192,5 +228,12 @@ mod tests {
             ..with.clone()
         };
         assert_ne!(without.key(), with.key());
+        let in_chromium = RunId {
+            client: Client::Chromium,
+            ..with.clone()
+        };
+        let line = serde_json::to_string(&in_chromium).unwrap();
+        assert!(line.contains(r#""client":"chromium""#), "{line}");
+        assert_eq!(serde_json::from_str::<RunId>(&line).unwrap(), in_chromium);
     }
 }

@@ -11,6 +11,8 @@ use std::time::Duration;
 use mpquic_sched::sim::{oracle, SimConfig, BASELINE};
 use mpquic_sched::SchedulerKind;
 
+use super::browser::{self, PaintRecord};
+use super::raw::Client;
 use super::{plot, Plan, Record, Variant, VariantKind};
 use crate::stats::{self, quantile, reduction_percent, Summary};
 use crate::table::{reduction, summary_cell};
@@ -44,6 +46,8 @@ pub struct Cell {
     pub first_copy_lead_ms: Vec<f64>,
     /// Per successful load, how many chunks received twice `first_copy_lead_ms` sums.
     pub timed_duplicates: Vec<u64>,
+    /// The browser's report of every successful Chromium load.
+    pub paint: Vec<PaintRecord>,
     /// Failed loads.
     pub failed: usize,
     /// The first failure.
@@ -57,8 +61,14 @@ impl Cell {
             .iter()
             .filter(|r| r.id.scenario == scenario && r.id.page == page && v.matches(&r.id))
         {
-            match &r.report {
-                Some(report) => {
+            match (&r.report, &r.browser) {
+                (_, Some(paint)) => {
+                    // A Chromium row: FCP and `load` from the document's request.
+                    cell.frt.extend(paint.fcp_from_request());
+                    cell.plt.extend(paint.load_from_request());
+                    cell.paint.push(paint.clone());
+                }
+                (Some(report), None) => {
                     cell.frt.push(report.frt_ms);
                     cell.plt.push(report.plt_ms);
                     cell.paths.push(report.paths);
@@ -69,7 +79,7 @@ impl Cell {
                     cell.completions
                         .extend(report.objects.iter().map(|o| o.completed_ms));
                 }
-                None => {
+                (None, None) => {
                     cell.failed += 1;
                     if cell.first_error.is_none() {
                         cell.first_error.clone_from(&r.error);
@@ -121,16 +131,23 @@ pub struct Block {
 }
 
 impl Block {
-    fn cell(&self, pred: impl Fn(&Variant) -> bool) -> Option<&Cell> {
+    pub(crate) fn cell(&self, pred: impl Fn(&Variant) -> bool) -> Option<&Cell> {
         self.rows.iter().find(|(v, _)| pred(v)).map(|(_, c)| c)
     }
 
-    fn main(&self, scheduler: &str) -> Option<&Cell> {
-        self.cell(|v| v.kind == VariantKind::Main && v.scheduler == scheduler)
+    /// `scheduler`'s row over every path with the matrix's controller, loaded by `client`.
+    pub(crate) fn row(&self, scheduler: &str, client: Client) -> Option<&Cell> {
+        self.cell(|v| v.kind == VariantKind::Main && v.scheduler == scheduler && v.client == client)
     }
 
-    fn baseline(&self) -> (Option<f64>, Option<f64>) {
-        let base = self.main(BASELINE.name());
+    /// `scheduler`'s row with the replay client.
+    pub(crate) fn main(&self, scheduler: &str) -> Option<&Cell> {
+        self.row(scheduler, Client::Replay)
+    }
+
+    /// lrf's FRT and PLT means with `client`: what that client's rows are compared with.
+    fn baseline(&self, client: Client) -> (Option<f64>, Option<f64>) {
+        let base = self.row(BASELINE.name(), client);
         (
             base.and_then(Cell::frt).map(|s| s.mean),
             base.and_then(Cell::plt).map(|s| s.mean),
@@ -172,7 +189,7 @@ pub fn blocks(plan: &Plan, records: &[Record]) -> Vec<Block> {
 }
 
 /// The table module's "mean ± sd" cell without its column padding.
-fn trimmed(s: Option<Summary>) -> String {
+pub(crate) fn trimmed(s: Option<Summary>) -> String {
     summary_cell(s)
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -181,7 +198,6 @@ fn trimmed(s: Option<Summary>) -> String {
 
 /// The table of one block, in Markdown.
 pub fn block_table(block: &Block) -> String {
-    let (base_frt, base_plt) = block.baseline();
     let mut out = String::new();
     let _ = writeln!(out, "### {} / {}\n", block.scenario.name, block.page);
     let _ = writeln!(out, "{block_scenario}\n", block_scenario = block.scenario);
@@ -191,6 +207,7 @@ pub fn block_table(block: &Block) -> String {
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
     for (v, c) in &block.rows {
+        let (base_frt, base_plt) = block.baseline(v.client);
         let frt = c.frt();
         let plt = c.plt();
         let _ = writeln!(
@@ -206,6 +223,7 @@ pub fn block_table(block: &Block) -> String {
         );
     }
     if let Some((frt, plt)) = block.oracle {
+        let (base_frt, base_plt) = block.baseline(Client::Replay);
         let _ = writeln!(
             out,
             "| *oracle: the simulator's lower bound, not a measurement* | - | {} | {} | {:.1} | {} | {} |",
@@ -257,7 +275,7 @@ fn priority_bucket_section(blocks: &[Block]) -> String {
             .rows
             .iter()
             .filter(|(v, _)| {
-                v.kind == VariantKind::Main
+                v.is_main_replay()
                     && v.scheduler != "priority-bucket"
                     && v.scheduler != "priority-bucket-paper"
             })
@@ -347,16 +365,21 @@ pub fn headline_section(plan: &Plan, blocks: &[Block]) -> String {
                 })
                 .collect()
         };
-        let base = |b: &Block| b.main(BASELINE.name()).and_then(pick).map(|s| s.mean);
+        let base = |b: &Block, client| {
+            b.row(BASELINE.name(), client)
+                .and_then(pick)
+                .map(|s| s.mean)
+        };
         for label in &labels {
             let cells = per_scenario(&|b: &Block| {
-                let row = b.cell(|v| v.label() == *label).and_then(pick)?;
-                reduction_percent(row.mean, base(b)?)
+                let (v, cell) = b.rows.iter().find(|(v, _)| v.label() == *label)?;
+                reduction_percent(pick(cell)?.mean, base(b, v.client)?)
             });
             let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
         }
-        let cells =
-            per_scenario(&|b: &Block| reduction_percent(b.oracle.and_then(bound)?, base(b)?));
+        let cells = per_scenario(&|b: &Block| {
+            reduction_percent(b.oracle.and_then(bound)?, base(b, Client::Replay)?)
+        });
         let _ = writeln!(out, "| {oracle_label} | {} |\n", cells.join(" | "));
     }
     out
@@ -382,7 +405,7 @@ pub fn verdict(blocks: &[Block]) -> String {
                     .rows
                     .iter()
                     .filter(|(v, _)| {
-                        v.kind == VariantKind::Main && !v.scheduler.starts_with("priority-bucket")
+                        v.is_main_replay() && !v.scheduler.starts_with("priority-bucket")
                     })
                     .filter_map(|(_, c)| pick(c).map(|s| s.mean))
                     .collect();
@@ -673,20 +696,24 @@ pub(crate) fn file_name(s: &str) -> String {
 /// enough to commit next to a report, so its means can be recomputed.
 fn loads_csv(records: &[Record]) -> String {
     let mut out = String::from(
-        "scenario,page,scheduler,cc,paths,rep,mode,time_scale,frt_ms,plt_ms,paths_used,wall_s,error\n",
+        "scenario,page,scheduler,cc,paths,rep,mode,time_scale,client,frt_ms,plt_ms,paths_used,wall_s,error\n",
     );
     for r in records {
         let id = &r.id;
-        let (frt, plt, used) = r.report.as_ref().map_or_else(
-            || (String::new(), String::new(), String::new()),
-            |l| {
-                (
-                    format!("{:.1}", l.frt_ms),
-                    format!("{:.1}", l.plt_ms),
-                    l.paths.to_string(),
-                )
-            },
-        );
+        let one = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
+        let (frt, plt, used) = match (&r.report, &r.browser) {
+            (Some(l), _) => (
+                one(Some(l.frt_ms)),
+                one(Some(l.plt_ms)),
+                l.paths.to_string(),
+            ),
+            (None, Some(p)) => (
+                one(p.fcp_from_request()),
+                one(p.load_from_request()),
+                String::new(),
+            ),
+            (None, None) => (String::new(), String::new(), String::new()),
+        };
         // Quoted, inner quotes doubled (RFC 4180): errors contain commas.
         let error = r
             .error
@@ -694,7 +721,7 @@ fn loads_csv(records: &[Record]) -> String {
             .map_or_else(String::new, |e| format!("\"{}\"", e.replace('"', "\"\"")));
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{frt},{plt},{used},{:.2},{error}",
+            "{},{},{},{},{},{},{},{},{},{frt},{plt},{used},{:.2},{error}",
             id.scenario,
             id.page,
             id.scheduler,
@@ -703,6 +730,10 @@ fn loads_csv(records: &[Record]) -> String {
             id.rep,
             id.mode,
             id.time_scale,
+            match id.client {
+                Client::Replay => "replay",
+                Client::Chromium => "chromium",
+            },
             r.wall_s
         );
     }
@@ -781,11 +812,17 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
             name,
         ));
     }
+    if plan.browser {
+        for (title, name) in browser::charts(plan, &blocks)? {
+            files.push(plan.out.join(&name));
+            charts.push((title, name));
+        }
+    }
     for b in &blocks {
         let series: Vec<(String, Vec<f64>)> = b
             .rows
             .iter()
-            .filter(|(v, _)| v.kind == VariantKind::Main)
+            .filter(|(v, _)| v.is_main_replay())
             .map(|(v, c)| (v.scheduler.clone(), c.completions.clone()))
             .collect();
         if series.iter().all(|(_, s)| s.is_empty()) {
@@ -813,7 +850,7 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
         ));
     }
 
-    let loads = records.iter().filter(|r| r.report.is_some()).count();
+    let loads = records.iter().filter(|r| r.measured()).count();
     let failed = records.len() - loads;
     let run_seconds: f64 = records.iter().map(|r| r.wall_s).sum();
     // First start to last end over the records, whichever invocations made them.
@@ -881,6 +918,7 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
          - quinn (h3-quinn), better path: plain quinn, HTTP/3 through the h3-quinn crate, on the scenario's better path (highest rate, then lowest RTT): what a user without multipath would run. Same client, same server, same pages; no priority reaches quinn's streams (h3-quinn does not expose them).\n\
          - tquic ... (all at once): tquic_tools' own multipath client and server (`cargo xtask peers page`, netns only) fetching the page's objects as concurrent requests on one connection, the document first in order but not waited for (tquic_client cannot follow an initiator graph), so its FRT and PLT are for a simpler load than the other rows'; no priorities. minrtt + bbr is tquic's default, minrtt + cubic the best of the bulk run. tquic_client starts with its default initial window of 32 packets, as mpquic does (`mpquic::DEFAULT_INITIAL_WINDOW`), plain quinn with 12 000 bytes (10 packets): on pages of a few hundred kB that alone is worth round trips.\n\
          - `+ fld`: `--cc fld` (Moktan et al.'s flow-length dependent controller) at both ends instead of cubic. `paths auto (MEH)`: `--paths auto`, MEH's model picks the path count from the page size and the paths' configured RTT and rate.\n\
+         - ... in Chromium (`--browser`): the same row loaded by headless Chromium (Debian's `chromium`, a fresh profile per load) through the browser crate's proxy, which turns the browser's requests into HTTP/3 over the row's transport with the browser's priorities. Its FRT is the browser's first contentful paint and its PLT the browser's `load` event, both counted from the browser's request for the document; its `vs lrf` is against lrf in Chromium. The browser requests what its parser finds, so these rows load the page as a browser does, not all at once.\n\
          - *oracle*: `mpquic_sched::sim::oracle`, the simulator's fluid lower bound (no slow start, loss or queueing; every path's full rate from the first byte). It is computed, not measured: no transport could do better, and no scheduler is expected to reach it.\n"
     );
     let _ = writeln!(
@@ -909,6 +947,13 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
         "## Re-injection\n\nBytes in flight on one path sent again on another: an urgent stream's lost bytes where another path delivers sooner, within a budget, and everything a path that stops acknowledging had in flight (`Config::reinjection`, on by default). With `--reinjection-ablation` every scheduler also runs without it:\n"
     );
     let _ = writeln!(report, "{}", reinjection_section(&blocks));
+    if plan.browser {
+        let _ = writeln!(
+            report,
+            "## In the browser\n\nEvery scheduler row and plain quinn, also loaded by headless Chromium through the browser crate's proxy (`--browser`), with the browser's own paint metrics:\n"
+        );
+        let _ = writeln!(report, "{}", browser::section(&blocks));
+    }
     let _ = writeln!(report, "## Tables\n");
     for b in &blocks {
         let _ = writeln!(report, "{}", block_table(b));
