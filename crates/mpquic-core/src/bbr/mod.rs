@@ -46,6 +46,18 @@
 //! 10 Mbit/s path's emulated queue from 129-866 drops in a quarter of the runs to none, and the
 //! longest delivery gap from 267 to 102 ms (docs/results/2026-11-25-bbr-idle/).
 //!
+//! # ProbeRTT only when the path hid its minimum
+//! The draft drains the flight to half a BDP for 200 ms and a round whenever 5 s pass without
+//! a new minimum RTT sample, even when the samples of those 5 s stood at the minimum. A path
+//! cruising at one BDP has no queue to drain, so that only costs rate: about 2% of a long
+//! transfer on each path. Here an interval in which some sample came within an eighth of the
+//! ProbeRTT minimum counts as the probe and keeps the minimum with a new stamp, as QUICHE's
+//! BBR does with `probe_rtt_skipped_if_similar_rtt` (QUICHE asks for an app-limited interval
+//! too; a queue that hides the minimum shows in the samples whatever fills it). Another
+//! flow's standing queue keeps every sample above the eighth, and ProbeRTT comes as the draft
+//! says. In the simulation (`crates/mpquic-core/src/sim.rs`, pb-high, 50 MB, priority-bucket)
+//! this took the transfer from 91.3% to 93.5% of the summed path rates (CUBIC: 94.7%).
+//!
 //! # Delivery reports
 //! mpquic credits a loss-based controller's window early with bytes its receiver reports
 //! delivered on a faster path (see `telemetry.rs`). With BBR the reports credit nothing

@@ -38,6 +38,10 @@ const MIN_PIPE_PACKETS: u64 = 4;
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
 const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+/// A ProbeRTT interval whose smallest RTT sample came within this factor of the ProbeRTT
+/// minimum saw the path without a queue, and counts as a ProbeRTT (QUICHE's
+/// `kSimilarMinRttThreshold`).
+const SIMILAR_MIN_RTT: f64 = 1.125;
 const EXTRA_ACKED_ROUNDS: usize = 10;
 /// The background loss estimate learns from each quiet round with this weight, and never
 /// exceeds the cap: a path losing more than that is treated as congested whatever its history.
@@ -166,6 +170,8 @@ pub(crate) struct BbrModel {
     min_rtt_stamp: Option<Instant>,
     probe_rtt_min_delay: Option<Duration>,
     probe_rtt_min_stamp: Option<Instant>,
+    /// The smallest RTT sample after the one that last set `probe_rtt_min_stamp`.
+    interval_min_rtt: Option<Duration>,
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_cwnd: u64,
@@ -238,6 +244,7 @@ impl BbrModel {
             min_rtt_stamp: None,
             probe_rtt_min_delay: None,
             probe_rtt_min_stamp: None,
+            interval_min_rtt: None,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             prior_cwnd: 0,
@@ -777,16 +784,36 @@ impl BbrModel {
         self.inflight_lo = u64::MAX;
     }
 
+    /// Whether some RTT sample after the one that set `probe_rtt_min_stamp` came within [`SIMILAR_MIN_RTT`] of
+    /// the ProbeRTT minimum.
+    fn interval_showed_min_rtt(&self) -> bool {
+        match (self.interval_min_rtt, self.probe_rtt_min_delay) {
+            (Some(seen), Some(min)) => seen.as_secs_f64() <= min.as_secs_f64() * SIMILAR_MIN_RTT,
+            _ => false,
+        }
+    }
+
     /// Returns whether the ProbeRTT interval had expired (the draft's `probe_rtt_expired`,
-    /// taken before this sample restarts it).
+    /// taken before this sample restarts it), and not been stood in for by its samples.
     fn update_min_rtt(&mut self, now: Instant, rtt: Option<Duration>) -> bool {
-        let probe_rtt_expired = self
+        let mut probe_rtt_expired = self
             .probe_rtt_min_stamp
             .is_some_and(|stamp| now > stamp + PROBE_RTT_INTERVAL);
+        if probe_rtt_expired && self.interval_showed_min_rtt() {
+            // Departure from the draft (QUICHE's `probe_rtt_skipped_if_similar_rtt`): the
+            // interval already measured the path without a queue, so draining the flight to
+            // half a BDP for 200 ms would learn nothing; the minimum stays, with a new stamp.
+            self.probe_rtt_min_stamp = Some(now);
+            self.interval_min_rtt = None;
+            probe_rtt_expired = false;
+        }
         if let Some(rtt) = rtt {
             if self.probe_rtt_min_delay.is_none_or(|min| rtt < min) || probe_rtt_expired {
                 self.probe_rtt_min_delay = Some(rtt);
                 self.probe_rtt_min_stamp = Some(now);
+                self.interval_min_rtt = None;
+            } else {
+                self.interval_min_rtt = Some(self.interval_min_rtt.map_or(rtt, |m| m.min(rtt)));
             }
         }
         let min_rtt_expired = self
