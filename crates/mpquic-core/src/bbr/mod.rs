@@ -20,18 +20,13 @@
 //! round trip (two packets more while probing up), capped by BBR's cwnd: the sending rate
 //! follows the pacing rate through the ack clock, and quinn's pacer (at least 1.25 x faster)
 //! only smooths bursts. The round trip is the larger of the minimum RTT plus the
-//! ack-aggregation allowance, and (at pacing gains up to 1: not in Startup or ProbeBW Up) the
-//! minimum plus three quarters of the smoothed RTT's excess over it. Over the minimum alone,
-//! a path that answers a little later than its best all the time runs at min RTT / RTT of its
-//! rate; on the namespace testbed the paths of a pb-high bulk transfer showed 1.04-1.10x
-//! their minimum in its second half with no queue of BBR's making. Three quarters, not all
-//! of the excess: a queue the window itself builds then adds at most three quarters of itself
-//! each round, and cannot feed on itself (`bbr::tests` has both cases). Not above a gain of
-//! 1: there the queue is the probe's, would grow the window with it, and ProbeBW Up, which
-//! ends when its flight reaches the window, would outlast its round. On the testbed (pb-high,
-//! 20 MB, 12 transfers each way, taking turns) this took the usual transfer from 89.2-90.4%
-//! of the summed rates to 90.2-91.3%; in both arms 2 of the 12 ran at 82-85%, for reasons not
-//! found (docs/results/2026-11-27-bbr/).
+//! ack-aggregation allowance, and the minimum plus three quarters of the smoothed RTT's excess
+//! over it. Over the minimum alone, a path that answers a little later than its best all the
+//! time ran at min RTT / RTT of its rate: on the namespace testbed the 40 Mbit/s path of
+//! pb-high showed 1.08x its minimum in a bulk transfer's second half with no queue of BBR's
+//! making, and delivered about 8% under CUBIC. Three quarters, not all of the excess: a queue
+//! the window itself builds then adds at most three quarters of itself each round, and cannot
+//! feed on itself (`bbr::tests` has both cases).
 //!
 //! # The loss response, changed
 //! With [`BbrConfig::draft_loss_response`] off (the default), a round counts as congested

@@ -306,8 +306,7 @@ impl BbrModel {
     /// allowance): a path that answers later than its minimum all the time (a relay or a
     /// receiver busy with other work, as the namespace testbed's on a loaded machine) would
     /// otherwise run at min RTT / RTT of its rate. The two are not added: the allowance in
-    /// the window becomes a queue, which the smoothed RTT would count and grow. And the second
-    /// only at pacing gains up to 1.
+    /// the window becomes a queue, which the smoothed RTT would count and grow.
     pub(crate) fn window(&self) -> u64 {
         let Some(min_rtt) = self.min_rtt else {
             return self.cwnd;
@@ -318,13 +317,7 @@ impl BbrModel {
             let excess = srtt.saturating_sub(min_rtt);
             min_rtt + excess.mul_f64(SHOWN_RTT_EXCESS)
         });
-        // Only at gains up to 1: probing above the estimate, a queue the window builds would
-        // grow the window with it, and ProbeBW Up ends when its flight reaches the window.
-        let slow = if self.pacing_gain <= 1.0 {
-            in_flight_over(shown)
-        } else {
-            0
-        };
+        let slow = in_flight_over(shown);
         self.quantization_budget(aggregated.max(slow))
             .min(self.cwnd)
     }
