@@ -16,17 +16,10 @@
 //! sample of the newest packet acknowledged, as the draft does per ACK.
 //!
 //! quinn has no pacing-rate input: it paces at 1.25 x window / smoothed RTT and stops at the
-//! window. So the window handed to quinn is what BBR's pacing rate keeps in flight over a
-//! round trip (two packets more while probing up), capped by BBR's cwnd: the sending rate
-//! follows the pacing rate through the ack clock, and quinn's pacer (at least 1.25 x faster)
-//! only smooths bursts. The round trip is the larger of the minimum RTT plus the
-//! ack-aggregation allowance, and the minimum plus three quarters of the smoothed RTT's excess
-//! over it. Over the minimum alone, a path that answers a little later than its best all the
-//! time ran at min RTT / RTT of its rate: on the namespace testbed the 40 Mbit/s path of
-//! pb-high showed 1.08x its minimum in a bulk transfer's second half with no queue of BBR's
-//! making, and delivered about 8% under CUBIC. Three quarters, not all of the excess: a queue
-//! the window itself builds then adds at most three quarters of itself each round, and cannot
-//! feed on itself (`bbr::tests` has both cases).
+//! window. So the window handed to quinn is BBR's pacing rate times the minimum RTT, plus the
+//! ack-aggregation allowance (two packets more while probing up), capped by BBR's cwnd: the flight is held at what
+//! the pacing rate keeps in flight, the sending rate follows the pacing rate through the ack
+//! clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
 //!
 //! # The loss response, changed
 //! With [`BbrConfig::draft_loss_response`] off (the default), a round counts as congested

@@ -43,11 +43,6 @@ const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 /// `kSimilarMinRttThreshold`).
 const SIMILAR_MIN_RTT: f64 = 1.125;
 const EXTRA_ACKED_ROUNDS: usize = 10;
-/// The share of the smoothed RTT's excess over the minimum that the window covers: most of
-/// a path's slowness to answer, while a queue of the window's own making (or the queue of a
-/// bandwidth estimate inflated by bunched acknowledgements) adds at most three quarters of
-/// itself each round trip, and so cannot feed on itself.
-const SHOWN_RTT_EXCESS: f64 = 0.75;
 /// The background loss estimate learns from each quiet round with this weight, and never
 /// exceeds the cap: a path losing more than that is treated as congested whatever its history.
 const BACKGROUND_LOSS_WEIGHT: f64 = 1.0 / 8.0;
@@ -173,9 +168,6 @@ pub(crate) struct BbrModel {
     inflight_hi: u64,
     min_rtt: Option<Duration>,
     min_rtt_stamp: Option<Instant>,
-    /// The RTT samples' moving average (weight 1/8, as RFC 6298's): the round trip the path
-    /// shows, where `min_rtt` is the best it has shown.
-    smoothed_rtt: Option<Duration>,
     probe_rtt_min_delay: Option<Duration>,
     probe_rtt_min_stamp: Option<Instant>,
     /// The smallest RTT sample after the one that last set `probe_rtt_min_stamp`.
@@ -250,7 +242,6 @@ impl BbrModel {
             inflight_hi: u64::MAX,
             min_rtt: None,
             min_rtt_stamp: None,
-            smoothed_rtt: None,
             probe_rtt_min_delay: None,
             probe_rtt_min_stamp: None,
             interval_min_rtt: None,
@@ -295,31 +286,19 @@ impl BbrModel {
     }
 
     /// The window quinn is given. quinn has no pacing rate input: it paces at 1.25 x window /
-    /// smoothed RTT and caps what is in flight at the window, so the window is what sets the
-    /// rate: what BBR's pacing rate keeps in flight over a round trip, never above BBR's cwnd
-    /// (and two packets more while probing up, the draft's quantization budget). quinn's
-    /// pacer, at least 1.25 x faster, only smooths bursts. Before an RTT is known, the cwnd.
-    ///
-    /// The flight is the larger of two. Over the minimum RTT, plus the ack-aggregation
-    /// allowance: acknowledgements that come in bunches. Or over the round trip the path
-    /// shows ([`SHOWN_RTT_EXCESS`] of the smoothed RTT's excess over the minimum, no
-    /// allowance): a path that answers later than its minimum all the time (a relay or a
-    /// receiver busy with other work, as the namespace testbed's on a loaded machine) would
-    /// otherwise run at min RTT / RTT of its rate. The two are not added: the allowance in
-    /// the window becomes a queue, which the smoothed RTT would count and grow.
+    /// smoothed RTT and caps what is in flight at the window. So the window is BBR's pacing
+    /// rate times the minimum RTT (what that rate keeps in flight), plus the ack-aggregation
+    /// allowance (and two packets while probing up, the draft's quantization budget), and
+    /// never above BBR's cwnd: at a steady state the flight is
+    /// then held at the pacing rate's bandwidth-delay product, and quinn's pacer, at least 1.25
+    /// x faster, only smooths bursts. Before an RTT is known, the cwnd alone.
     pub(crate) fn window(&self) -> u64 {
         let Some(min_rtt) = self.min_rtt else {
             return self.cwnd;
         };
-        let in_flight_over = |rtt: Duration| to_bytes(self.pacing_rate * rtt.as_secs_f64());
-        let aggregated = in_flight_over(min_rtt).saturating_add(self.extra_acked());
-        let shown = self.smoothed_rtt.map_or(min_rtt, |srtt| {
-            let excess = srtt.saturating_sub(min_rtt);
-            min_rtt + excess.mul_f64(SHOWN_RTT_EXCESS)
-        });
-        let slow = in_flight_over(shown);
-        self.quantization_budget(aggregated.max(slow))
-            .min(self.cwnd)
+        let paced =
+            to_bytes(self.pacing_rate * min_rtt.as_secs_f64()).saturating_add(self.extra_acked());
+        self.quantization_budget(paced).min(self.cwnd)
     }
 
     pub(crate) fn on_mtu_update(&mut self, mss: u64) {
@@ -420,12 +399,6 @@ impl BbrModel {
         self.check_drain(now);
         self.update_probe_bw_cycle_phase(now, &batch, app_limited_sample);
         let probe_rtt_expired = self.update_min_rtt(now, batch.rtt);
-        if let Some(rtt) = batch.rtt {
-            self.smoothed_rtt = Some(match self.smoothed_rtt {
-                Some(srtt) => srtt.saturating_mul(7).saturating_add(rtt) / 8,
-                None => rtt,
-            });
-        }
         self.check_probe_rtt(now, batch.newly_acked, probe_rtt_expired);
         if self.round_start {
             // The draft's BBRAdvanceLatestDeliverySignals.
