@@ -56,7 +56,9 @@
 //! too; a queue that hides the minimum shows in the samples whatever fills it). Another
 //! flow's standing queue keeps every sample above the eighth, and ProbeRTT comes as the draft
 //! says. In the simulation (`crates/mpquic-core/src/sim.rs`, pb-high, 50 MB, priority-bucket)
-//! this took the transfer from 91.3% to 93.5% of the summed path rates (CUBIC: 94.7%).
+//! this took the transfer from 91.3% to 93.5% of the summed path rates (CUBIC: 94.7%); on the
+//! namespace testbed it changed nothing measurable (92.0% against 91.9%,
+//! docs/results/2026-11-27-bbr/).
 //!
 //! # Delivery reports
 //! mpquic credits a loss-based controller's window early with bytes its receiver reports

@@ -784,8 +784,8 @@ impl BbrModel {
         self.inflight_lo = u64::MAX;
     }
 
-    /// Whether some RTT sample after the one that set `probe_rtt_min_stamp` came within [`SIMILAR_MIN_RTT`] of
-    /// the ProbeRTT minimum.
+    /// Whether some RTT sample after the one that set `probe_rtt_min_stamp` came within
+    /// [`SIMILAR_MIN_RTT`] of the ProbeRTT minimum.
     fn interval_showed_min_rtt(&self) -> bool {
         match (self.interval_min_rtt, self.probe_rtt_min_delay) {
             (Some(seen), Some(min)) => seen.as_secs_f64() <= min.as_secs_f64() * SIMILAR_MIN_RTT,
