@@ -15,7 +15,7 @@
 //! screenshot of the rendered page.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mpquic_browser::{load_in_browser, BrowserLoad, BrowserOptions, Chromium, Site};
 use mpquic_replay::{har, load_page_blocking, LoadReport, RunConfig};
@@ -138,7 +138,6 @@ pub fn browser(page: &str, reps: u32) -> Result<(), Failure> {
             let options = BrowserOptions {
                 // One screenshot, from the last load.
                 screenshot: (rep + 1 == reps && *row == BASELINE.name()).then(|| png.clone()),
-                timeout: Duration::from_secs(60),
                 ..BrowserOptions::default()
             };
             let load = runtime
