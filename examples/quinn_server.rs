@@ -8,10 +8,6 @@
 //!   RecvStream}` are mpquic's, `QuicServerConfig` and `HandshakeData` come through
 //!   `mpquic::crypto` (the same types, re-exported), and `quinn::TransportConfig` is
 //!   `mpquic::Config`;
-//! - `--stateless-retry` is a server setting (`ServerConfig::retry_unvalidated`) instead of a
-//!   decision on each `Incoming`: mpquic admits a session only after its first path's
-//!   handshake, which has validated the address, and the retry has to come before it, on every
-//!   path;
 //! - the certificate is kept in the system's temporary directory instead of a
 //!   `directories-next` data directory, and generated with [`mpquic::SelfSigned`];
 //! - the default address is 127.0.0.1 (the client's second path comes from 127.0.0.2).
@@ -133,7 +129,6 @@ async fn run(options: Opt) -> Result<()> {
         mpquic::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(server_crypto)?));
     let transport_config = Arc::get_mut(&mut server_config.transport).unwrap();
     transport_config.max_concurrent_uni_streams(0_u8.into());
-    server_config.retry_unvalidated(options.stateless_retry);
 
     let root = Arc::<Path>::from(options.root.clone());
     if !root.exists() {
@@ -153,6 +148,9 @@ async fn run(options: Opt) -> Result<()> {
         } else if Some(conn.remote_address()) == options.block {
             info!("refusing blocked client IP address");
             conn.refuse();
+        } else if options.stateless_retry && !conn.remote_address_validated() {
+            info!("requiring connection to validate its address");
+            conn.retry().unwrap();
         } else {
             info!("accepting connection");
             let fut = handle_connection(root.clone(), conn);

@@ -56,6 +56,7 @@ use mpquic_core::{
     SendStream,
 };
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::transfer::{self, BoxError};
@@ -507,11 +508,15 @@ impl SoakServer {
 
 async fn accept_sessions(server: Arc<SoakServer>) {
     while let Some(incoming) = server.endpoint.accept().await {
-        let Ok(conn) = incoming.await else {
-            continue;
-        };
-        server.accepted.fetch_add(1, Ordering::AcqRel);
-        tokio::spawn(serve_session(server.clone(), conn));
+        // Handshakes run side by side, as a server's should.
+        let server = server.clone();
+        tokio::spawn(async move {
+            let Ok(conn) = incoming.await else {
+                return;
+            };
+            server.accepted.fetch_add(1, Ordering::AcqRel);
+            serve_session(server, conn).await;
+        });
     }
 }
 
@@ -1066,27 +1071,57 @@ fn small_window_config() -> Result<Config, BoxError> {
     Ok(config)
 }
 
-/// The mpquic server a case attacks, with the certificate its peers trust.
+/// The mpquic server a case attacks, with the certificate its peers trust. It takes every
+/// attempt at a session through its handshake, so that raw peers' sessions come up as they
+/// would on a server that accepts everything.
 struct CaseServer {
-    endpoint: Endpoint,
+    endpoint: Arc<Endpoint>,
     addr: SocketAddr,
+    sessions: tokio::sync::Mutex<mpsc::UnboundedReceiver<Connection>>,
+    acceptor: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for CaseServer {
+    fn drop(&mut self) {
+        self.acceptor.abort();
+    }
 }
 
 impl CaseServer {
     fn start(config: Config, tls: &Tls) -> Result<Self, BoxError> {
-        let endpoint = tls.server(config)?;
+        let endpoint = Arc::new(tls.server(config)?);
         let addr = endpoint.local_addr()?;
-        Ok(Self { endpoint, addr })
+        let (sessions, accepted) = mpsc::unbounded_channel();
+        let acceptor = tokio::spawn({
+            let endpoint = endpoint.clone();
+            async move {
+                while let Some(incoming) = endpoint.accept().await {
+                    let sessions = sessions.clone();
+                    // Ends with the handshake and set-up, each bounded by a timeout.
+                    tokio::spawn(async move {
+                        if let Ok(conn) = incoming.await {
+                            let _ = sessions.send(conn);
+                        }
+                    });
+                }
+            }
+        });
+        Ok(Self {
+            endpoint,
+            addr,
+            sessions: tokio::sync::Mutex::new(accepted),
+            acceptor,
+        })
+    }
+
+    /// The next session that came up; `None` once the endpoint has stopped.
+    async fn next_session(&self) -> Option<Connection> {
+        self.sessions.lock().await.recv().await
     }
 
     async fn accept(&self) -> Result<Connection, BoxError> {
         timed(CONNECT_TIMEOUT, async {
-            let incoming = self
-                .endpoint
-                .accept()
-                .await
-                .ok_or("server endpoint stopped")?;
-            Ok(incoming.await?)
+            Ok(self.next_session().await.ok_or("server endpoint stopped")?)
         })
         .await
     }
@@ -1361,7 +1396,7 @@ async fn case_abandoned_sessions(tls: &Tls, count: usize) -> Result<CaseReport, 
         let server = server.clone();
         let welcomed = welcomed.clone();
         async move {
-            while let Some(conn) = server.endpoint.accept().await {
+            while let Some(conn) = server.next_session().await {
                 welcomed.fetch_add(1, Ordering::Relaxed);
                 drop(conn);
             }

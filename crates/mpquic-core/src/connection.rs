@@ -27,7 +27,7 @@ use tracing::Instrument;
 
 use crate::chunk_limit::ChunkStreamLimit;
 use crate::config::{Config, PathConfig};
-use crate::endpoint::EndpointInner;
+use crate::endpoint::{Dial, EndpointInner};
 use crate::error::{
     codes, varint, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError,
     ReadFrameError, SetupError, WriteError,
@@ -437,11 +437,11 @@ impl Shared {
         let telemetry = dialer.config.transport.new_telemetry();
         let (connecting, local) = self.endpoint.start_quinn(
             &dialer.config,
+            Dial::Join(congestion.as_ref()),
             local,
             remote,
             &dialer.server_name,
             &telemetry,
-            congestion.as_ref(),
         )?;
         let conn = connecting.await?;
         let exported = session::exporter(&conn, self.session).ok_or(SetupError::NoExporter)?;

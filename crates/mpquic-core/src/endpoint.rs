@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use crate::config::CongestionControl;
 use crate::connection::{client_handshake, read_frame, Connection, Inner, Shared};
-use crate::error::{codes, varint, ConnectionError, PathError};
+use crate::error::{codes, varint, AcceptError, ConnectionError, PathError};
 use crate::session;
 use crate::telemetry::Telemetry;
 use crate::tls::{ClientConfig, ServerConfig};
@@ -27,7 +27,7 @@ use crate::Side;
 /// How long a new path may take to say what it is.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Connections the server has accepted and not yet handed out; more wait in quinn.
+/// Attempts at new sessions that wait for the application's decision; more are refused.
 const ACCEPT_QUEUE: usize = 64;
 
 pub(crate) struct EndpointInner {
@@ -46,7 +46,8 @@ struct Bound {
 struct ServerSide {
     config: ServerConfig,
     sessions: Mutex<HashMap<SessionId, Weak<Shared>>>,
-    accepted: mpsc::Sender<Connection>,
+    /// Attempts at new sessions, for the application to decide on.
+    incoming: mpsc::Sender<Incoming>,
     /// Connections accepted from quinn that are not yet a session or a path.
     half_open: Arc<AtomicUsize>,
 }
@@ -96,20 +97,36 @@ impl Drop for PendingSession {
     }
 }
 
+/// What a new quinn connection from this side is for.
+pub(crate) enum Dial<'a> {
+    /// A new session's first path.
+    Session,
+    /// A further path of a session, with its own congestion controller if it has one.
+    Join(Option<&'a CongestionControl>),
+}
+
 impl EndpointInner {
     /// Starts a quinn connection from `local` to `remote` (binding `local` if needed) with the
-    /// TLS of `client` and its settings, the path's own congestion controller if it has one,
-    /// reporting to `telemetry`. Returns it with the address it was bound to.
+    /// TLS of `client` and its settings, reporting to `telemetry`. A join's first packet goes to
+    /// a connection ID of [`session::JOIN_CID_LEN`] bytes, by which the server knows it. Returns
+    /// the connection with the address it was bound to.
     pub(crate) fn start_quinn(
         &self,
         client: &ClientConfig,
+        dial: Dial<'_>,
         local: SocketAddr,
         remote: SocketAddr,
         server_name: &str,
         telemetry: &Arc<Telemetry>,
-        congestion: Option<&CongestionControl>,
     ) -> Result<(quinn::Connecting, SocketAddr), PathError> {
         let mut tls = client.quinn.clone();
+        let congestion = match dial {
+            Dial::Session => None,
+            Dial::Join(congestion) => {
+                tls.initial_dst_cid_provider(Arc::new(session::join_cid));
+                congestion
+            }
+        };
         tls.transport_config(client.transport.quinn_transport(telemetry, congestion));
         let endpoint = self.bind_client(local, true)?;
         let bound = endpoint.local_addr().unwrap_or(local);
@@ -165,7 +182,7 @@ impl EndpointInner {
 pub struct Endpoint {
     inner: Arc<EndpointInner>,
     default_client: Option<ClientConfig>,
-    accepted: Option<tokio::sync::Mutex<mpsc::Receiver<Connection>>>,
+    incoming: Option<tokio::sync::Mutex<mpsc::Receiver<Incoming>>>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -183,13 +200,13 @@ impl Endpoint {
     /// # Errors
     /// An address cannot be bound.
     pub fn new(local: &[SocketAddr], server: Option<ServerConfig>) -> io::Result<Self> {
-        let (server, accepted) = match server {
+        let (server, incoming) = match server {
             Some(config) => {
                 let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
                 let side = ServerSide {
                     config,
                     sessions: Mutex::new(HashMap::new()),
-                    accepted: tx,
+                    incoming: tx,
                     half_open: Arc::new(AtomicUsize::new(0)),
                 };
                 (Some(side), Some(tokio::sync::Mutex::new(rx)))
@@ -217,7 +234,7 @@ impl Endpoint {
         Ok(Self {
             inner,
             default_client: None,
-            accepted,
+            incoming,
         })
     }
 
@@ -304,9 +321,14 @@ impl Endpoint {
         server_name: &str,
     ) -> Result<Connecting, PathError> {
         let telemetry = config.transport.new_telemetry();
-        let (quinn, local) =
-            self.inner
-                .start_quinn(&config, local, remote, server_name, &telemetry, None)?;
+        let (quinn, local) = self.inner.start_quinn(
+            &config,
+            Dial::Session,
+            local,
+            remote,
+            server_name,
+            &telemetry,
+        )?;
         let future = client_handshake(
             self.inner.clone(),
             config,
@@ -318,11 +340,11 @@ impl Endpoint {
         Ok(Connecting(Box::pin(future)))
     }
 
-    /// The next new session (servers only); `None` once the endpoint is closed, or at once on
-    /// an endpoint without a [`ServerConfig`].
+    /// The next attempt at a new session (servers only), before its handshake; `None` once
+    /// the endpoint is closed, or at once on an endpoint without a [`ServerConfig`]. Paths that
+    /// join a session are admitted without it.
     pub async fn accept(&self) -> Option<Incoming> {
-        let connection = self.accepted.as_ref()?.lock().await.recv().await?;
-        Some(Incoming(connection))
+        self.incoming.as_ref()?.lock().await.recv().await
     }
 
     /// The sessions this server holds (those not yet over).
@@ -360,29 +382,104 @@ impl Endpoint {
     }
 }
 
-/// A new session a server endpoint accepted: its first path's handshake and the session
-/// frame are done. Await it for the [`Connection`], or [`refuse`](Self::refuse) it.
-#[derive(Debug)]
-pub struct Incoming(Connection);
+/// An attempt at a new session, before its handshake: the server's application decides, as
+/// with quinn's `Incoming`, whether to await it (for the [`Connection`]), refuse it, ask the
+/// client to prove its address with a stateless [`retry`](Self::retry), or ignore it.
+/// Dropping it refuses it.
+pub struct Incoming {
+    quinn: quinn::Incoming,
+    endpoint: Weak<EndpointInner>,
+    /// The server address it came to.
+    local: SocketAddr,
+}
+
+impl std::fmt::Debug for Incoming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Incoming")
+            .field("remote", &self.remote_address())
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Incoming {
-    /// The peer's address on the session's first path.
-    pub fn remote_address(&self) -> SocketAddr {
-        self.0.remote_address()
+    /// The local IP address the attempt came to, if the platform says.
+    pub fn local_ip(&self) -> Option<std::net::IpAddr> {
+        self.quinn.local_ip()
     }
 
-    /// Ends the session at once, telling the peer it was refused.
+    /// The client's address.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.quinn.remote_address()
+    }
+
+    /// Whether the client has proven its address (it answered a retry).
+    pub fn remote_address_validated(&self) -> bool {
+        self.quinn.remote_address_validated()
+    }
+
+    /// Whether [`retry`](Self::retry) is possible (the client has not answered one yet).
+    pub fn may_retry(&self) -> bool {
+        self.quinn.may_retry()
+    }
+
+    /// Answers with a stateless retry (RFC 9000, section 8.1.2): the client comes back with a
+    /// token that proves its address, and the server keeps nothing until then.
+    ///
+    /// # Errors
+    /// The client has already answered a retry; the attempt is handed back.
+    pub fn retry(self) -> Result<(), RetryError> {
+        let Self {
+            quinn,
+            endpoint,
+            local,
+        } = self;
+        quinn.retry().map_err(|e| {
+            RetryError(Box::new(Self {
+                quinn: e.into_incoming(),
+                endpoint,
+                local,
+            }))
+        })
+    }
+
+    /// Refuses the attempt: the client is told the connection was refused.
     pub fn refuse(self) {
-        self.0.close_with(codes::SESSION_REFUSED, b"refused");
+        self.quinn.refuse();
+    }
+
+    /// Ignores the attempt, sending the client nothing.
+    pub fn ignore(self) {
+        self.quinn.ignore();
+    }
+
+    /// Runs the handshake and the session's set-up: the session's first path.
+    async fn accept(self) -> Result<Connection, AcceptError> {
+        let inner = self.endpoint.upgrade().ok_or(AcceptError::EndpointClosed)?;
+        let path = handshake(&inner, self.quinn, self.local).await?;
+        let conn = path.conn.clone();
+        admit_in_time(&conn, admit_session(&inner, path)).await
     }
 }
 
 impl std::future::IntoFuture for Incoming {
-    type Output = Result<Connection, ConnectionError>;
-    type IntoFuture = std::future::Ready<Self::Output>;
+    type Output = Result<Connection, AcceptError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'static>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        std::future::ready(Ok(self.0))
+        Box::pin(self.accept())
+    }
+}
+
+/// A [`retry`](Incoming::retry) that was not possible: the client has already answered one.
+#[derive(Debug, thiserror::Error)]
+#[error("the client has already answered a retry")]
+pub struct RetryError(Box<Incoming>);
+
+impl RetryError {
+    /// The attempt, to accept, refuse or ignore.
+    pub fn into_incoming(self) -> Incoming {
+        *self.0
     }
 }
 
@@ -406,13 +503,15 @@ impl Future for Connecting {
     }
 }
 
-/// Accepts quinn connections on one server address, each with its own telemetry.
+/// Takes quinn connections on one server address: joins are admitted here, attempts at new
+/// sessions wait for the application.
 async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
+    let local = endpoint.local_addr().unwrap_or(([0, 0, 0, 0], 0).into());
     while let Some(incoming) = endpoint.accept().await {
-        let Some(inner) = inner.upgrade() else {
+        let Some(strong) = inner.upgrade() else {
             return;
         };
-        let Some(server) = &inner.server else {
+        let Some(server) = &strong.server else {
             return;
         };
         // A stateless retry makes the client prove its address before any state is kept.
@@ -423,178 +522,224 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
             }
             continue;
         }
-        let config = &server.config.transport;
-        let Some(half_open) = HalfOpen::try_new(&server.half_open, config.max_half_open) else {
-            tracing::debug!("too many half-open connections: refusing one");
-            incoming.refuse();
-            continue;
-        };
-        let telemetry = config.new_telemetry();
-        let mut tls = server.config.quinn.clone();
-        tls.transport_config(config.quinn_transport(&telemetry, None));
-        let local = endpoint.local_addr().unwrap_or(([0, 0, 0, 0], 0).into());
-        match incoming.accept_with(Arc::new(tls)) {
-            Ok(connecting) => {
-                tokio::spawn(
-                    async move {
-                        let _half_open = half_open;
-                        let Ok(conn) = connecting.await else {
-                            return;
-                        };
-                        if let Err(e) = tokio::time::timeout(
-                            HANDSHAKE_TIMEOUT,
-                            admit(&inner, conn.clone(), telemetry, local),
-                        )
-                        .await
-                        .unwrap_or(Err(Refusal::new(
-                            codes::PROTOCOL_VIOLATION,
-                            "no session frame in time",
-                        ))) {
-                            tracing::info!(code = e.code, reason = %e.reason, "path refused");
-                            conn.close(varint(e.code), e.reason.as_bytes());
-                        }
+        if session::is_join(&incoming.orig_dst_cid()) {
+            let inner = strong.clone();
+            tokio::spawn(
+                async move {
+                    if let Err(e) = accept_join(&inner, incoming, local).await {
+                        tracing::info!(%e, "path refused");
                     }
-                    .in_current_span(),
-                );
-            }
-            Err(e) => tracing::debug!(%e, "incoming connection failed"),
+                }
+                .in_current_span(),
+            );
+            continue;
+        }
+        let attempt = Incoming {
+            quinn: incoming,
+            endpoint: inner.clone(),
+            local,
+        };
+        if let Err(e) = server.incoming.try_send(attempt) {
+            tracing::debug!("too many sessions wait for the application: refusing one");
+            e.into_inner().refuse();
         }
     }
 }
 
-struct Refusal {
-    code: u64,
-    reason: String,
-}
-
-impl Refusal {
-    fn new(code: u64, reason: &str) -> Self {
-        Self {
-            code,
-            reason: reason.to_owned(),
-        }
-    }
-}
-
-/// Reads a new path's first frame: a new session, or a join that must prove its secret.
-async fn admit(
+/// Takes a path that joins a session through its handshake and its `Join`.
+async fn accept_join(
     inner: &Arc<EndpointInner>,
+    incoming: quinn::Incoming,
+    local: SocketAddr,
+) -> Result<(), AcceptError> {
+    let path = handshake(inner, incoming, local).await?;
+    let conn = path.conn.clone();
+    admit_in_time(&conn, admit_join(inner, path)).await
+}
+
+/// A server's new path, its handshake done, counted as half-open until it is set up.
+struct NewPath {
     conn: quinn::Connection,
     telemetry: Arc<Telemetry>,
+    /// The server address it came to.
     local: SocketAddr,
-) -> Result<(), Refusal> {
-    let server = inner
-        .server
-        .as_ref()
-        .ok_or(Refusal::new(codes::PROTOCOL_VIOLATION, "not a server"))?;
-    let (mut send, mut recv) = conn
-        .accept_bi()
+    _half_open: HalfOpen,
+}
+
+impl NewPath {
+    /// Opens the path's control stream and reads its first frame.
+    async fn first_frame(
+        &self,
+    ) -> Result<(quinn::SendStream, quinn::RecvStream, Option<Frame>), AcceptError> {
+        let (send, mut recv) = self
+            .conn
+            .accept_bi()
+            .await
+            .map_err(|e| refused(codes::PROTOCOL_VIOLATION, e))?;
+        let first = read_frame(&mut recv)
+            .await
+            .map_err(|e| refused(codes::FRAME_ENCODING, e))?;
+        Ok((send, recv, first))
+    }
+
+    /// Sends `answer` to the path's first frame and adds the path to `shared` as `id`.
+    async fn answer(
+        self,
+        shared: &Arc<Shared>,
+        id: PathId,
+        answer: Frame,
+        mut send: quinn::SendStream,
+        recv: quinn::RecvStream,
+    ) -> Result<(), AcceptError> {
+        let mut buf = Vec::new();
+        answer
+            .encode(&mut buf)
+            .map_err(|e| refused(codes::PROTOCOL_VIOLATION, e))?;
+        send.write_all(&buf)
+            .await
+            .map_err(|e| refused(codes::PROTOCOL_VIOLATION, e))?;
+        // The session may have ended while the answer was being written.
+        shared
+            .add_path(
+                id,
+                self.conn,
+                self.telemetry,
+                send,
+                recv,
+                self.local,
+                PathStatus::Available,
+            )
+            .map_err(|_| refused(codes::UNKNOWN_SESSION, "session closed"))
+    }
+}
+
+/// Runs a new quinn connection's handshake; past
+/// [`Config::max_half_open`](crate::Config::max_half_open) connections in their handshake or
+/// set-up, it is refused.
+async fn handshake(
+    inner: &EndpointInner,
+    incoming: quinn::Incoming,
+    local: SocketAddr,
+) -> Result<NewPath, AcceptError> {
+    let server = inner.server.as_ref().ok_or(AcceptError::EndpointClosed)?;
+    let config = &server.config.transport;
+    let Some(half_open) = HalfOpen::try_new(&server.half_open, config.max_half_open) else {
+        incoming.refuse();
+        return Err(AcceptError::TooManyHalfOpen);
+    };
+    let telemetry = config.new_telemetry();
+    let mut tls = server.config.quinn.clone();
+    tls.transport_config(config.quinn_transport(&telemetry, None));
+    let conn = incoming
+        .accept_with(Arc::new(tls))
+        .map_err(AcceptError::Handshake)?
         .await
-        .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-    let first = read_frame(&mut recv)
+        .map_err(AcceptError::Handshake)?;
+    Ok(NewPath {
+        conn,
+        telemetry,
+        local,
+        _half_open: half_open,
+    })
+}
+
+/// Waits for a path's set-up, at most [`HANDSHAKE_TIMEOUT`]; a path that is refused, or says
+/// nothing in time, is closed with the refusal's code.
+async fn admit_in_time<T>(
+    conn: &quinn::Connection,
+    admission: impl Future<Output = Result<T, AcceptError>>,
+) -> Result<T, AcceptError> {
+    let result = tokio::time::timeout(HANDSHAKE_TIMEOUT, admission)
         .await
-        .map_err(|e| Refusal::new(codes::FRAME_ENCODING, &e.to_string()))?;
+        .unwrap_or_else(|_| {
+            Err(refused(
+                codes::PROTOCOL_VIOLATION,
+                "no session frame in time",
+            ))
+        });
+    if let Err(AcceptError::Refused { code, reason }) = &result {
+        conn.close(varint(*code), reason.as_bytes());
+    }
+    result
+}
+
+fn refused(code: u64, reason: impl ToString) -> AcceptError {
+    AcceptError::Refused {
+        code,
+        reason: reason.to_string(),
+    }
+}
+
+/// Sets up a new session on its first path, which must say `NewSession`.
+async fn admit_session(
+    inner: &Arc<EndpointInner>,
+    path: NewPath,
+) -> Result<Connection, AcceptError> {
+    let server = inner.server.as_ref().ok_or(AcceptError::EndpointClosed)?;
+    let (send, recv, first) = path.first_frame().await?;
+    let Some(Frame::NewSession { params }) = first else {
+        return Err(refused(codes::PROTOCOL_VIOLATION, "expected a new session"));
+    };
     let config = &server.config.transport;
     let local_params = config.params();
-    match first {
-        Some(Frame::NewSession { params }) => {
-            let (session, secret) = session::new_session()
-                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            let shared = {
-                let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error().is_none()));
-                if sessions.len() >= config.max_sessions {
-                    return Err(Refusal::new(codes::SESSION_LIMIT, "too many sessions"));
-                }
-                let mut state = Inner::new(Side::Server, config.clone(), local_params, params);
-                // The first path is 0.
-                let _ = state.core.next_path_id();
-                let shared = Shared::new(state, session, secret, inner.clone(), None);
-                sessions.insert(session, Arc::downgrade(&shared));
-                PendingSession {
-                    shared,
-                    started: false,
-                }
-            };
-            let mut buf = Vec::new();
-            Frame::Welcome {
-                session,
-                secret,
-                path: 0,
-                params: local_params,
-            }
-            .encode(&mut buf)
-            .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            send.write_all(&buf)
-                .await
-                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            let shared = shared.started();
-            let connection = Connection::new(shared.clone());
-            shared
-                .add_path(
-                    PathId(0),
-                    conn,
-                    telemetry,
-                    send,
-                    recv,
-                    local,
-                    PathStatus::Available,
-                )
-                .map_err(|e| Refusal::new(codes::UNKNOWN_SESSION, &e.to_string()))?;
-            if server.accepted.send(connection).await.is_err() {
-                tracing::debug!("endpoint gone; dropping a new session");
-            }
-            Ok(())
+    let (session, secret) =
+        session::new_session().map_err(|e| refused(codes::PROTOCOL_VIOLATION, e))?;
+    let pending = {
+        let mut sessions = server.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|_, s| s.upgrade().is_some_and(|s| s.lock().error().is_none()));
+        if sessions.len() >= config.max_sessions {
+            return Err(refused(codes::SESSION_LIMIT, "too many sessions"));
         }
-        Some(Frame::Join { session, proof, .. }) => {
-            let shared = server
-                .sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&session)
-                .and_then(Weak::upgrade)
-                .ok_or(Refusal::new(codes::UNKNOWN_SESSION, "unknown session"))?;
-            let exported = session::exporter(&conn, session).ok_or(Refusal::new(
-                codes::JOIN_REFUSED,
-                "TLS exporter unavailable",
-            ))?;
-            if !session::verify(&shared.secret, session, &exported, &proof) {
-                return Err(Refusal::new(codes::JOIN_REFUSED, "wrong join secret"));
-            }
-            let id = {
-                let mut state = shared.lock();
-                if state.error().is_some() {
-                    return Err(Refusal::new(codes::UNKNOWN_SESSION, "session closed"));
-                }
-                if state.paths.len() >= state.config.max_paths {
-                    return Err(Refusal::new(codes::TOO_MANY_PATHS, "too many paths"));
-                }
-                state.core.next_path_id().0
-            };
-            let mut buf = Vec::new();
-            Frame::Joined { path: id }
-                .encode(&mut buf)
-                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            send.write_all(&buf)
-                .await
-                .map_err(|e| Refusal::new(codes::PROTOCOL_VIOLATION, &e.to_string()))?;
-            // The session may have ended while `Joined` was being written.
-            shared
-                .add_path(
-                    PathId(id),
-                    conn,
-                    telemetry,
-                    send,
-                    recv,
-                    local,
-                    PathStatus::Available,
-                )
-                .map_err(|_| Refusal::new(codes::UNKNOWN_SESSION, "session closed"))?;
-            Ok(())
+        let mut state = Inner::new(Side::Server, config.clone(), local_params, params);
+        // The first path is 0.
+        let _ = state.core.next_path_id();
+        let shared = Shared::new(state, session, secret, inner.clone(), None);
+        sessions.insert(session, Arc::downgrade(&shared));
+        PendingSession {
+            shared,
+            started: false,
         }
-        _ => Err(Refusal::new(
-            codes::PROTOCOL_VIOLATION,
-            "expected a new session or a join",
-        )),
+    };
+    let welcome = Frame::Welcome {
+        session,
+        secret,
+        path: 0,
+        params: local_params,
+    };
+    path.answer(&pending.shared, PathId(0), welcome, send, recv)
+        .await?;
+    Ok(Connection::new(pending.started()))
+}
+
+/// Adds a path to the session it names, if it proves the session's secret.
+async fn admit_join(inner: &Arc<EndpointInner>, path: NewPath) -> Result<(), AcceptError> {
+    let server = inner.server.as_ref().ok_or(AcceptError::EndpointClosed)?;
+    let (send, recv, first) = path.first_frame().await?;
+    let Some(Frame::Join { session, proof, .. }) = first else {
+        return Err(refused(codes::PROTOCOL_VIOLATION, "expected a join"));
+    };
+    let shared = server
+        .sessions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&session)
+        .and_then(Weak::upgrade)
+        .ok_or(refused(codes::UNKNOWN_SESSION, "unknown session"))?;
+    let exported = session::exporter(&path.conn, session)
+        .ok_or(refused(codes::JOIN_REFUSED, "TLS exporter unavailable"))?;
+    if !session::verify(&shared.secret, session, &exported, &proof) {
+        return Err(refused(codes::JOIN_REFUSED, "wrong join secret"));
     }
+    let id = {
+        let mut state = shared.lock();
+        if state.error().is_some() {
+            return Err(refused(codes::UNKNOWN_SESSION, "session closed"));
+        }
+        if state.paths.len() >= state.config.max_paths {
+            return Err(refused(codes::TOO_MANY_PATHS, "too many paths"));
+        }
+        state.core.next_path_id()
+    };
+    path.answer(&shared, id, Frame::Joined { path: id.0 }, send, recv)
+        .await
 }

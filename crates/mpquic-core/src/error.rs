@@ -69,6 +69,30 @@ pub enum PathError {
     Closed(#[source] ConnectionError),
 }
 
+/// Why a server could not take a new path: a session's first (from awaiting an
+/// [`Incoming`](crate::Incoming)) or a join.
+#[derive(Debug, Clone, Error)]
+pub enum AcceptError {
+    /// The endpoint is gone.
+    #[error("the endpoint is closed")]
+    EndpointClosed,
+    /// [`Config::max_half_open`](crate::Config::max_half_open) connections are already in
+    /// their handshakes; quinn refused this one.
+    #[error("too many half-open connections")]
+    TooManyHalfOpen,
+    /// The QUIC or TLS handshake failed.
+    #[error("the QUIC handshake failed")]
+    Handshake(#[source] quinn::ConnectionError),
+    /// The path's set-up broke the protocol or a limit; it was closed with `code`.
+    #[error("refused: code {code:#x}, {reason}")]
+    Refused {
+        /// One of [`codes`].
+        code: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// Why the first exchange on a new path failed: the frame that starts a session or joins one,
 /// and the server's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

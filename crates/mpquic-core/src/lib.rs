@@ -78,10 +78,10 @@ mod tls;
 
 pub use config::{Config, CongestionControl, PathConfig, SchedulerFactory, DEFAULT_INITIAL_WINDOW};
 pub use connection::{read_frame, Connection, PathStats, CLOSED_PATHS_KEPT};
-pub use endpoint::{Connecting, Endpoint, Incoming};
+pub use endpoint::{Connecting, Endpoint, Incoming, RetryError};
 pub use error::{
-    codes, ConfigError, ConnectionError, OpenStreamError, PathError, ProtocolError, ReadError,
-    ReadFrameError, ReadToEndError, SetupError, WriteError,
+    codes, AcceptError, ConfigError, ConnectionError, OpenStreamError, PathError, ProtocolError,
+    ReadError, ReadFrameError, ReadToEndError, SetupError, WriteError,
 };
 pub use mpquic_proto::{wire, PathEvent, ReinjectionConfig, ReinjectionStats, Side};
 pub use mpquic_sched::{PathId, PathSet, PathStatus, Priority, SchedulerKind, StreamId, Urgency};

@@ -6,6 +6,7 @@
 //! the path's TLS keys means a proof seen on one path is worthless on any other.
 
 use hmac::{Hmac, Mac};
+use quinn::{ConnectionId, ConnectionIdGenerator};
 use sha2::Sha256;
 
 use crate::wire::SessionId;
@@ -14,6 +15,12 @@ use crate::wire::SessionId;
 pub const SECRET_LEN: usize = 16;
 /// Length of a join proof in bytes.
 pub const PROOF_LEN: usize = 32;
+
+/// Length of the connection ID a joining path's first packet is addressed to. A server tells a
+/// join from a new session by it before any handshake, so that only sessions reach the
+/// application's [`Incoming`](crate::Incoming) decisions. RFC 9000 asks for at least 8
+/// unpredictable bytes; quinn's own first IDs are 20 bytes long.
+pub const JOIN_CID_LEN: usize = 16;
 
 const EXPORTER_LABEL: &[u8] = b"EXPORTER-mpquic-join";
 const PROOF_DOMAIN: &[u8] = b"mpquic join v1";
@@ -29,6 +36,16 @@ pub(crate) fn new_session() -> Result<(SessionId, [u8; SECRET_LEN]), getrandom::
         SessionId(u64::from_be_bytes(id) & crate::wire::MAX_VARINT),
         secret,
     ))
+}
+
+/// A fresh random connection ID for a joining path's first packet.
+pub(crate) fn join_cid() -> ConnectionId {
+    quinn_proto::RandomConnectionIdGenerator::new(JOIN_CID_LEN).generate_cid()
+}
+
+/// Whether a connection whose client first addressed `cid` says it is a join.
+pub(crate) fn is_join(cid: &ConnectionId) -> bool {
+    cid.len() == JOIN_CID_LEN
 }
 
 /// The keying material both ends of `conn` derive for a join of `session`; `None` if the

@@ -103,10 +103,10 @@ impl ServerConfig {
     }
 
     /// Whether every path's first packet from an address not yet validated is answered with a
-    /// stateless retry (RFC 9000, section 8.1.2), so that the server keeps no state for a
-    /// spoofed address. quinn lets its application decide per incoming connection; mpquic
-    /// admits sessions and joins only after their handshake, so the decision is this policy,
-    /// applied to every path. It costs a round trip per path.
+    /// stateless retry (RFC 9000, section 8.1.2) before anything else, joins included, so that
+    /// the server keeps no state for a spoofed address. It costs a round trip per path. An
+    /// application that decides per attempt at a session calls [`Incoming::retry`](crate::Incoming::retry)
+    /// instead; joins, which never reach the application, then come up without one.
     ///
     /// # Default
     /// Off.

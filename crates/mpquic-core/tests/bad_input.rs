@@ -33,7 +33,7 @@ async fn closed_with(
 async fn chunk_case(bytes: Vec<u8>, code: u64) {
     let server = Server::start(Config::default());
     let RawSession { conn, .. } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     let mut stream = conn.open_uni().await.unwrap();
     stream.write_all(&bytes).await.unwrap();
     let _ = stream.finish();
@@ -77,7 +77,7 @@ async fn a_frame_longer_than_its_declared_length() {
     let RawSession {
         conn, mut control, ..
     } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     // MAX_DATA (0x10) declaring a 1-byte payload whose varint needs 4 bytes.
     control
         .write_all(&[0x10, 0x01, 0x80, 0x01, 0x00, 0x00])
@@ -99,8 +99,8 @@ async fn a_join_with_a_wrong_secret() {
         session,
         ..
     } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
-    let joiner = server.raw(2).await;
+    let server_conn = server.accept().await;
+    let joiner = server.raw_joiner(2).await;
     let (mut send, _recv) = joiner.open_bi().await.unwrap();
     let join = Frame::Join {
         session,
@@ -125,7 +125,7 @@ async fn a_join_with_a_wrong_secret() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_for_an_unknown_session() {
     let server = Server::start(Config::default());
-    let joiner = server.raw(2).await;
+    let joiner = server.raw_joiner(2).await;
     let (mut send, _recv) = joiner.open_bi().await.unwrap();
     let join = Frame::Join {
         session: SessionId(42),
@@ -134,6 +134,32 @@ async fn a_join_for_an_unknown_session() {
     };
     send_frame(&mut send, join).await;
     assert_eq!(close_code(&joiner).await, codes::UNKNOWN_SESSION);
+    server.still_serves().await;
+}
+
+/// A path says what it is twice, by its first connection ID and by its first frame: the two must
+/// agree, or a join could pass the application's decision on sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_whose_first_frame_belies_its_connection_id() {
+    let server = Server::start(Config::default());
+    let first = server.raw_session().await;
+    let _server_conn = server.accept().await;
+
+    let joiner = server.raw_joiner(2).await;
+    let (mut send, _recv) = joiner.open_bi().await.unwrap();
+    send_frame(&mut send, Frame::NewSession { params: PARAMS }).await;
+    assert_eq!(close_code(&joiner).await, codes::PROTOCOL_VIOLATION);
+
+    let session_like = server.raw(3).await;
+    let exported = mpquic_core::session::exporter(&session_like, first.session).unwrap();
+    let (mut send, _recv) = session_like.open_bi().await.unwrap();
+    let join = Frame::Join {
+        session: first.session,
+        proof: mpquic_core::session::proof(&first.secret, first.session, &exported),
+        params: PARAMS,
+    };
+    send_frame(&mut send, join).await;
+    assert_eq!(close_code(&session_like).await, codes::PROTOCOL_VIOLATION);
     server.still_serves().await;
 }
 
@@ -161,7 +187,7 @@ async fn more_paths_than_allowed() {
         "{refused:?}"
     );
     // The session goes on over its two paths.
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     serve_hashes(server_conn);
     send_and_check(&conn, 1, 200_000).await;
     server.still_serves().await;
@@ -173,7 +199,7 @@ async fn control_case(config: Config, frame: Frame, code: u64) {
     let RawSession {
         conn, mut control, ..
     } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     send_frame(&mut control, frame).await;
     closed_with(&server, &conn, &server_conn, code).await;
 }

@@ -42,7 +42,11 @@ async fn a_session_whose_welcome_cannot_be_written_leaves_no_task() {
     // A session that got its welcome after all is taken and ended at once.
     let acceptor = {
         let server = server.clone();
-        tokio::spawn(async move { while server.endpoint.accept().await.is_some() {} })
+        tokio::spawn(async move {
+            loop {
+                drop(server.accept().await);
+            }
+        })
     };
     for _ in 0..ATTEMPTS {
         let conn = server.raw(1).await;
@@ -148,12 +152,12 @@ async fn reset_and_stop_codes_reach_the_peer() {
 async fn a_join_that_completes_after_its_session_ended_is_closed() {
     let server = Server::start(Config::default());
     let first = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     // A joiner that takes the server's answer one byte at a time, so the server is still
     // writing `Joined` when the session ends.
     let mut transport = quinn::TransportConfig::default();
     transport.stream_receive_window(1u32.into());
-    let joiner = server.raw_with(2, transport).await;
+    let joiner = server.raw_with(2, transport, true).await;
     let exported = session::exporter(&joiner, first.session).unwrap();
     let (mut send, mut recv) = joiner.open_bi().await.unwrap();
     let join = Frame::Join {
@@ -185,7 +189,7 @@ async fn the_session_past_the_limit_is_refused_and_the_server_goes_on() {
     let mut sessions = Vec::new();
     for _ in 0..LIMIT {
         let raw = server.raw_session().await;
-        sessions.push((raw, server.endpoint.accept().await.unwrap().await.unwrap()));
+        sessions.push((raw, server.accept().await));
     }
     let mut client = Endpoint::client(local(3)).unwrap();
     client.set_default_client_config(server.certificate.client_config().unwrap());

@@ -83,7 +83,7 @@ async fn chunks_that_add_one_byte_each_do_not_pin_their_allocations() {
     const CHUNKS: u64 = 1000;
     let server = Server::start(server_config());
     let RawSession { conn, .. } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     let before = settled_heap().await;
 
     // Nothing at offset 0, so nothing is ever read: chunk k ends one byte before chunk k - 1.
@@ -120,7 +120,7 @@ async fn one_byte_chunks_behind_holes_are_refused_before_they_cost_twice_the_win
     let _serial = SERIAL.lock().await;
     let server = Server::start(server_config());
     let RawSession { conn, .. } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     let before = settled_heap().await;
 
     // The heap's high-water mark while the attack lasts, sampled every millisecond.
@@ -176,7 +176,7 @@ async fn resets_free_what_their_streams_buffered() {
         mut control_recv,
         ..
     } = server.raw_session().await;
-    let server_conn = server.endpoint.accept().await.unwrap().await.unwrap();
+    let server_conn = server.accept().await;
     let before = settled_heap().await;
     // Batches of streams that fill the connection window behind a hole at offset 0 and are
     // then reset; the application never reads them. A peer within the rules waits for the

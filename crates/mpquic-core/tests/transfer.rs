@@ -157,11 +157,10 @@ async fn an_endpoint_that_serves_also_connects() {
     let (a, b) = (peer(1), peer(2));
     for (from, to, second) in [(&a, &b, 3), (&b, &a, 4)] {
         let to_addr = to.local_addr().unwrap();
-        let conn = from.connect(to_addr, "localhost").unwrap().await.unwrap();
+        let (conn, accepted) = connect_and_accept(from, to, to_addr).await;
         conn.open_path(&PathConfig::new(local(second), to_addr))
             .await
             .unwrap();
-        let accepted = to.accept().await.unwrap().await.unwrap();
         serve_hashes(accepted);
         let send = bounded(send_and_check(&conn, 5, 1 << 20)).await;
         assert!(send.path_bytes().values().sum::<u64>() >= 1 << 20);
@@ -179,15 +178,60 @@ async fn paths_come_up_through_a_stateless_retry() {
     let server_addr = server.local_addr().unwrap();
     let mut client = mpquic_core::Endpoint::client(local(1)).unwrap();
     client.set_default_client_config(certificate.client_config().unwrap());
-    let conn = client
-        .connect(server_addr, "localhost")
-        .unwrap()
-        .await
-        .unwrap();
+    let (conn, server_conn) = connect_and_accept(&client, &server, server_addr).await;
     conn.open_path(&PathConfig::new(local(2), server_addr))
         .await
         .unwrap();
-    serve_hashes(server.accept().await.unwrap().await.unwrap());
+    serve_hashes(server_conn);
     let send = bounded(send_and_check(&conn, 9, 4 << 20)).await;
     assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
+}
+
+/// The application decides on each attempt at a session before its handshake, as with quinn's
+/// `Incoming`: it asks an unproven address to retry, refuses an attempt, and accepts one. The
+/// accepted session's second path joins without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_retries_refuses_and_accepts_attempts() {
+    let certificate = mpquic_core::SelfSigned::new(&["localhost"]).unwrap();
+    let server =
+        mpquic_core::Endpoint::server(certificate.server_config().unwrap(), local(1)).unwrap();
+    let server_addr = server.local_addr().unwrap();
+    let mut client = mpquic_core::Endpoint::client(local(1)).unwrap();
+    client.set_default_client_config(certificate.client_config().unwrap());
+
+    let (conn, server_conn) = tokio::join!(
+        async {
+            let connecting = client.connect(server_addr, "localhost").unwrap();
+            bounded(connecting).await.unwrap()
+        },
+        async {
+            let first = server.accept().await.unwrap();
+            assert!(!first.remote_address_validated());
+            first.retry().unwrap();
+            let second = server.accept().await.unwrap();
+            assert!(second.remote_address_validated());
+            assert!(!second.may_retry());
+            let again = second.retry().unwrap_err().into_incoming();
+            again.await.unwrap()
+        },
+    );
+    conn.open_path(&PathConfig::new(local(2), server_addr))
+        .await
+        .unwrap();
+    serve_hashes(server_conn);
+    let send = bounded(send_and_check(&conn, 9, 1 << 20)).await;
+    assert_eq!(send.path_bytes().len(), 2, "both paths carried the stream");
+
+    let (refused, ()) = tokio::join!(
+        async { bounded(client.connect(server_addr, "localhost").unwrap()).await },
+        async { server.accept().await.unwrap().refuse() },
+    );
+    assert!(
+        matches!(
+            &refused,
+            Err(mpquic_core::PathError::Handshake(quinn::ConnectionError::ConnectionClosed(c)))
+                if c.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED
+        ),
+        "{refused:?}"
+    );
 }

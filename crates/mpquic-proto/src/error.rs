@@ -44,8 +44,6 @@ pub mod codes {
     pub const SESSION_LIMIT: u64 = 0x6d70_000c;
     /// Nothing happened on the session for its idle timeout.
     pub const SESSION_IDLE: u64 = 0x6d70_000d;
-    /// The server's application refused the new session.
-    pub const SESSION_REFUSED: u64 = 0x6d70_000e;
 }
 
 /// A violation of the mpquic protocol by the peer. Each closes the connection with its code.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use h3::quic;
 use h3::server::RequestResolver;
 use mpquic_core::h3::H3Connection;
-use mpquic_core::{Connection, Endpoint, StreamId};
+use mpquic_core::{Connection, Endpoint, Incoming, StreamId};
 use mpquic_h3_prio::{Priority, PriorityField, Urgency};
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -125,22 +125,24 @@ impl PageServer {
         self.objects.is_empty()
     }
 
-    /// Accepts sessions on `endpoint`, each served in its own task, until it is closed or
-    /// `limit` sessions have been accepted; in the second case it then waits for them to end.
+    /// Accepts sessions on `endpoint`, each set up and served in its own task, until it is
+    /// closed or `limit` attempts have been accepted; in the second case it then waits for them to end.
     pub async fn run(&self, endpoint: &Endpoint, limit: Option<u64>) {
         run_sessions(
             limit,
-            || async {
-                let incoming = endpoint.accept().await?;
-                incoming.await.ok()
-            },
-            |conn: Connection| {
+            || endpoint.accept(),
+            |incoming: Incoming| {
                 let server = self.clone();
-                let span = tracing::debug_span!("page-session", session = conn.session_id());
                 async move {
-                    server.serve(conn).await;
+                    match incoming.await {
+                        Ok(conn) => {
+                            let span =
+                                tracing::debug_span!("page-session", session = conn.session_id());
+                            server.serve(conn).instrument(span).await;
+                        }
+                        Err(e) => tracing::debug!(%e, "session set-up failed"),
+                    }
                 }
-                .instrument(span)
             },
         )
         .await;

@@ -36,6 +36,19 @@ pub async fn pair_with(paths: usize, config: Config) -> Pair {
     pair_with_server_config(paths, config.clone(), config).await
 }
 
+/// A session from `client`'s first path to `server` at `addr`: both ends of it. The server's
+/// side comes up only once its application accepts it, as with quinn.
+pub async fn connect_and_accept(
+    client: &Endpoint,
+    server: &Endpoint,
+    addr: SocketAddr,
+) -> (Connection, Connection) {
+    tokio::join!(
+        async { client.connect(addr, "localhost").unwrap().await.unwrap() },
+        async { server.accept().await.unwrap().await.unwrap() },
+    )
+}
+
 /// Like [`pair_with`], with the server on its own config.
 pub async fn pair_with_server_config(paths: usize, config: Config, server_config: Config) -> Pair {
     let certificate = SelfSigned::new(&["localhost"]).unwrap();
@@ -47,12 +60,8 @@ pub async fn pair_with_server_config(paths: usize, config: Config, server_config
     client_tls.transport_config(Arc::new(config));
     let mut client_endpoint = Endpoint::client(local(1)).unwrap();
     client_endpoint.set_default_client_config(client_tls);
-    let client = client_endpoint
-        .connect(server_addr, "localhost")
-        .unwrap()
-        .await
-        .unwrap();
-    let server = server_endpoint.accept().await.unwrap().await.unwrap();
+    let (client, server) =
+        connect_and_accept(&client_endpoint, &server_endpoint, server_addr).await;
     for k in 2..=paths {
         client
             .open_path(&PathConfig::new(local(k), server_addr))

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mpquic_core::wire::{self, Frame, Params, SessionId};
-use mpquic_core::{Config, Endpoint, SelfSigned, VarInt};
+use mpquic_core::{session, Config, Connection, Endpoint, SelfSigned, VarInt};
+use quinn::ConnectionIdGenerator;
+use tokio::sync::{mpsc, Mutex};
 
 use super::{local, send_and_check, serve_hashes};
 
@@ -20,10 +22,18 @@ pub const PARAMS: Params = Params {
 /// Client-initiated unidirectional stream 0.
 pub const UNI: u64 = 2;
 
-/// An mpquic server on 127.0.0.1 and its certificate.
+/// An mpquic server on 127.0.0.1 and its certificate, accepting every attempt at a session.
 pub struct Server {
-    pub endpoint: Endpoint,
+    pub endpoint: Arc<Endpoint>,
     pub certificate: SelfSigned,
+    sessions: Mutex<mpsc::UnboundedReceiver<Connection>>,
+    acceptor: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.acceptor.abort();
+    }
 }
 
 /// What the server said when it accepted a raw session.
@@ -40,24 +50,63 @@ impl Server {
         let certificate = SelfSigned::new(&["localhost"]).unwrap();
         let mut tls = certificate.server_config().unwrap();
         tls.transport_config(Arc::new(config));
-        let endpoint = Endpoint::server(tls, "127.0.0.1:0".parse().unwrap()).unwrap();
+        let endpoint = Arc::new(Endpoint::server(tls, "127.0.0.1:0".parse().unwrap()).unwrap());
+        let (sessions, accepted) = mpsc::unbounded_channel();
+        let acceptor = tokio::spawn({
+            let endpoint = endpoint.clone();
+            async move {
+                while let Some(incoming) = endpoint.accept().await {
+                    let sessions = sessions.clone();
+                    tokio::spawn(async move {
+                        if let Ok(conn) = incoming.await {
+                            let _ = sessions.send(conn);
+                        }
+                    });
+                }
+            }
+        });
         Self {
             endpoint,
             certificate,
+            sessions: Mutex::new(accepted),
+            acceptor,
         }
     }
 
-    /// A plain quinn connection to the server from `127.0.0.k`.
-    pub async fn raw(&self, k: usize) -> quinn::Connection {
-        self.raw_with(k, quinn::TransportConfig::default()).await
+    /// The next session the server set up.
+    pub async fn accept(&self) -> Connection {
+        self.sessions.lock().await.recv().await.unwrap()
     }
 
-    /// Like [`Server::raw`] with the client's own quinn transport settings.
-    pub async fn raw_with(&self, k: usize, transport: quinn::TransportConfig) -> quinn::Connection {
+    /// A plain quinn connection to the server from `127.0.0.k`, as a new session's would be.
+    pub async fn raw(&self, k: usize) -> quinn::Connection {
+        self.raw_with(k, quinn::TransportConfig::default(), false)
+            .await
+    }
+
+    /// A plain quinn connection to the server from `127.0.0.k`, as a join's would be.
+    pub async fn raw_joiner(&self, k: usize) -> quinn::Connection {
+        self.raw_with(k, quinn::TransportConfig::default(), true)
+            .await
+    }
+
+    /// Like [`Server::raw`] or [`Server::raw_joiner`] with the client's own quinn transport
+    /// settings.
+    pub async fn raw_with(
+        &self,
+        k: usize,
+        transport: quinn::TransportConfig,
+        join: bool,
+    ) -> quinn::Connection {
         let client = quinn::Endpoint::client(local(k)).unwrap();
         let roots = Arc::new(self.certificate.roots().unwrap());
         let mut tls = quinn::ClientConfig::with_root_certificates(roots).unwrap();
         tls.transport_config(Arc::new(transport));
+        if join {
+            tls.initial_dst_cid_provider(Arc::new(|| {
+                quinn_proto::RandomConnectionIdGenerator::new(session::JOIN_CID_LEN).generate_cid()
+            }));
+        }
         client
             .connect_with(tls, self.endpoint.local_addrs()[0], "localhost")
             .unwrap()
@@ -94,8 +143,7 @@ impl Server {
             .unwrap()
             .await
             .unwrap();
-        let server_conn = self.endpoint.accept().await.unwrap().await.unwrap();
-        serve_hashes(server_conn);
+        serve_hashes(self.accept().await);
         send_and_check(&conn, 5, 100_000).await;
         conn.close(VarInt::from_u32(0), b"done");
     }

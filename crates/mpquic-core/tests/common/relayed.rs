@@ -47,12 +47,8 @@ pub async fn relayed_pair(config: Config, links: Vec<(LinkConfig, LinkConfig)>) 
     client_tls.transport_config(config);
     let mut client_endpoint = Endpoint::client(local(1)).unwrap();
     client_endpoint.set_default_client_config(client_tls);
-    let client = client_endpoint
-        .connect(fronts[0], "localhost")
-        .unwrap()
-        .await
-        .unwrap();
-    let server = server_endpoint.accept().await.unwrap().await.unwrap();
+    let (client, server) =
+        super::connect_and_accept(&client_endpoint, &server_endpoint, fronts[0]).await;
     RelayedPair {
         client,
         server,
