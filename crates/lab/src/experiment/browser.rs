@@ -11,56 +11,13 @@
 
 use std::fmt::Write as _;
 
-use mpquic_browser::{BrowserLoad, PaintTimes, Site};
 use mpquic_sched::sim::BASELINE;
-use serde::{Deserialize, Serialize};
 
-use super::raw::Client;
-use super::report::{file_name, trimmed, Block, Cell};
+use super::blocks::{file_name, trimmed, Block, Cell};
+use super::raw::{Client, PaintRecord};
 use super::{plot, Plan, Variant};
 use crate::stats::{reduction_percent, Summary};
 use crate::Failure;
-
-/// What raw.jsonl keeps of one browser load: its milestones, and its request log checked
-/// against the built page ([`Site::check_order`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PaintRecord {
-    /// The browser's milestones, from its navigation's start.
-    #[serde(flatten)]
-    pub times: PaintTimes,
-    /// Objects the browser asked for that the page does not have.
-    pub unknown: usize,
-    /// Files it never requested.
-    pub missing: usize,
-    /// Files it requested more than once.
-    pub repeated: usize,
-    /// Files it requested before the file that references them had arrived.
-    pub out_of_order: usize,
-}
-
-impl PaintRecord {
-    /// The record of `load`, a load of `site`.
-    pub fn of(load: &BrowserLoad, site: &Site) -> Self {
-        let order = site.check_order(&load.paint.resources);
-        Self {
-            times: load.paint.times.clone(),
-            unknown: load.proxy.unknown.len(),
-            missing: order.missing.len(),
-            repeated: order.repeated.len(),
-            out_of_order: order.out_of_order.len(),
-        }
-    }
-
-    /// First contentful paint, from the browser's request for the document.
-    pub fn fcp_from_request(&self) -> Option<f64> {
-        Some(self.times.fcp_ms? - self.times.request_start_ms?)
-    }
-
-    /// The `load` event, from the browser's request for the document.
-    pub fn load_from_request(&self) -> Option<f64> {
-        Some(self.times.load_ms? - self.times.request_start_ms?)
-    }
-}
 
 /// The replay row a Chromium row is measured beside: the same scheduler (or quinn), replayed.
 fn replay_twin<'a>(block: &'a Block, chromium: &Variant) -> Option<&'a Cell> {
@@ -203,6 +160,8 @@ pub fn charts(plan: &Plan, blocks: &[Block]) -> Result<Vec<(String, String)>, Fa
 
 #[cfg(test)]
 mod tests {
+    use mpquic_browser::PaintTimes;
+
     use super::*;
 
     #[test]

@@ -16,6 +16,7 @@
 //! `report.md` and SVG charts from every matching record, with the simulator's oracle bound
 //! per scenario and page.
 
+mod blocks;
 mod browser;
 pub(crate) mod pages;
 pub(crate) mod plot;
@@ -35,8 +36,8 @@ use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
 use crate::{bins, Failure};
-use browser::PaintRecord;
 use raw::Client;
+use raw::PaintRecord;
 pub use raw::Record;
 
 /// The issue's eight presets, plus `lte` (LTE and 3G paths) for issue 7's rows.

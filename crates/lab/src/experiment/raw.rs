@@ -8,7 +8,7 @@ use std::path::Path;
 use mpquic_replay::LoadReport;
 use serde::{Deserialize, Serialize};
 
-use super::browser::PaintRecord;
+use mpquic_browser::{BrowserLoad, PaintTimes, Site};
 
 /// What loads the page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +159,47 @@ pub fn append(file: &Path, record: &Record) -> Result<(), String> {
     writeln!(f, "{prefix}{line}")
         .and_then(|()| f.flush())
         .map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// What raw.jsonl keeps of one browser load: its milestones, and its request log checked
+/// against the built page ([`Site::check_order`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaintRecord {
+    /// The browser's milestones, from its navigation's start.
+    #[serde(flatten)]
+    pub times: PaintTimes,
+    /// Objects the browser asked for that the page does not have.
+    pub unknown: usize,
+    /// Files it never requested.
+    pub missing: usize,
+    /// Files it requested more than once.
+    pub repeated: usize,
+    /// Files it requested before the file that references them had arrived.
+    pub out_of_order: usize,
+}
+
+impl PaintRecord {
+    /// The record of `load`, a load of `site`.
+    pub fn of(load: &BrowserLoad, site: &Site) -> Self {
+        let order = site.check_order(&load.paint.resources);
+        Self {
+            times: load.paint.times.clone(),
+            unknown: load.proxy.unknown.len(),
+            missing: order.missing.len(),
+            repeated: order.repeated.len(),
+            out_of_order: order.out_of_order.len(),
+        }
+    }
+
+    /// First contentful paint, from the browser's request for the document.
+    pub fn fcp_from_request(&self) -> Option<f64> {
+        Some(self.times.fcp_ms? - self.times.request_start_ms?)
+    }
+
+    /// The `load` event, from the browser's request for the document.
+    pub fn load_from_request(&self) -> Option<f64> {
+        Some(self.times.load_ms? - self.times.request_start_ms?)
+    }
 }
 
 #[cfg(test)]
