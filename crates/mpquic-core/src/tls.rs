@@ -105,8 +105,9 @@ impl ServerConfig {
     /// Whether every path's first packet from an address not yet validated is answered with a
     /// stateless retry (RFC 9000, section 8.1.2) before anything else, joins included, so that
     /// the server keeps no state for a spoofed address. It costs a round trip per path. An
-    /// application that decides per attempt at a session calls [`Incoming::retry`](crate::Incoming::retry)
-    /// instead; joins, which never reach the application, then come up without one.
+    /// application that decides per attempt at a session calls
+    /// [`Incoming::retry`](crate::Incoming::retry) instead; joins, which never reach the
+    /// application, then come up without one.
     ///
     /// # Default
     /// Off.

@@ -126,7 +126,8 @@ impl PageServer {
     }
 
     /// Accepts sessions on `endpoint`, each set up and served in its own task, until it is
-    /// closed or `limit` attempts have been accepted; in the second case it then waits for them to end.
+    /// closed or `limit` attempts have been accepted; in the second case it then waits for
+    /// them to end.
     pub async fn run(&self, endpoint: &Endpoint, limit: Option<u64>) {
         run_sessions(
             limit,
