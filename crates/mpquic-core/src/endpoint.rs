@@ -456,7 +456,9 @@ impl Incoming {
     /// Runs the handshake and the session's set-up: the session's first path.
     async fn accept(self) -> Result<Connection, AcceptError> {
         let inner = self.endpoint.upgrade().ok_or(AcceptError::EndpointClosed)?;
-        let path = handshake(&inner, self.quinn, self.local).await?;
+        let path = Handshaking::start(&inner, self.quinn, self.local)?
+            .finish()
+            .await?;
         let conn = path.conn.clone();
         admit_in_time(&conn, admit_session(&inner, path)).await
     }
@@ -523,15 +525,20 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
             continue;
         }
         if session::is_join(&incoming.orig_dst_cid()) {
-            let inner = strong.clone();
-            tokio::spawn(
-                async move {
-                    if let Err(e) = accept_join(&inner, incoming, local).await {
-                        tracing::info!(%e, "path refused");
-                    }
+            match Handshaking::start(&strong, incoming, local) {
+                Ok(handshaking) => {
+                    let inner = strong.clone();
+                    tokio::spawn(
+                        async move {
+                            if let Err(e) = accept_join(&inner, handshaking).await {
+                                tracing::info!(%e, "path refused");
+                            }
+                        }
+                        .in_current_span(),
+                    );
                 }
-                .in_current_span(),
-            );
+                Err(e) => tracing::debug!(%e, "join refused before its handshake"),
+            }
             continue;
         }
         let attempt = Incoming {
@@ -540,7 +547,8 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
             local,
         };
         if let Err(e) = server.incoming.try_send(attempt) {
-            tracing::debug!("too many sessions wait for the application: refusing one");
+            // Full (the application is behind) or closed (the endpoint is going).
+            tracing::debug!("no room for another attempt at a session: refusing it");
             e.into_inner().refuse();
         }
     }
@@ -549,10 +557,9 @@ async fn listen(inner: Weak<EndpointInner>, endpoint: quinn::Endpoint) {
 /// Takes a path that joins a session through its handshake and its `Join`.
 async fn accept_join(
     inner: &Arc<EndpointInner>,
-    incoming: quinn::Incoming,
-    local: SocketAddr,
+    handshaking: Handshaking,
 ) -> Result<(), AcceptError> {
-    let path = handshake(inner, incoming, local).await?;
+    let path = handshaking.finish().await?;
     let conn = path.conn.clone();
     admit_in_time(&conn, admit_join(inner, path)).await
 }
@@ -613,34 +620,53 @@ impl NewPath {
     }
 }
 
-/// Runs a new quinn connection's handshake; past
-/// [`Config::max_half_open`](crate::Config::max_half_open) connections in their handshake or
-/// set-up, it is refused.
-async fn handshake(
-    inner: &EndpointInner,
-    incoming: quinn::Incoming,
+/// A new quinn connection in its handshake, counted as half-open until it is set up.
+struct Handshaking {
+    connecting: quinn::Connecting,
+    telemetry: Arc<Telemetry>,
     local: SocketAddr,
-) -> Result<NewPath, AcceptError> {
-    let server = inner.server.as_ref().ok_or(AcceptError::EndpointClosed)?;
-    let config = &server.config.transport;
-    let Some(half_open) = HalfOpen::try_new(&server.half_open, config.max_half_open) else {
-        incoming.refuse();
-        return Err(AcceptError::TooManyHalfOpen);
-    };
-    let telemetry = config.new_telemetry();
-    let mut tls = server.config.quinn.clone();
-    tls.transport_config(config.quinn_transport(&telemetry, None));
-    let conn = incoming
-        .accept_with(Arc::new(tls))
-        .map_err(AcceptError::Handshake)?
-        .await
-        .map_err(AcceptError::Handshake)?;
-    Ok(NewPath {
-        conn,
-        telemetry,
-        local,
-        _half_open: half_open,
-    })
+    half_open: HalfOpen,
+}
+
+impl Handshaking {
+    /// Starts `incoming`'s handshake; past
+    /// [`Config::max_half_open`](crate::Config::max_half_open) connections in their handshake
+    /// or set-up, it is refused at once, before any task is spent on it.
+    fn start(
+        inner: &EndpointInner,
+        incoming: quinn::Incoming,
+        local: SocketAddr,
+    ) -> Result<Self, AcceptError> {
+        let server = inner.server.as_ref().ok_or(AcceptError::EndpointClosed)?;
+        let config = &server.config.transport;
+        let Some(half_open) = HalfOpen::try_new(&server.half_open, config.max_half_open) else {
+            incoming.refuse();
+            return Err(AcceptError::TooManyHalfOpen);
+        };
+        let telemetry = config.new_telemetry();
+        let mut tls = server.config.quinn.clone();
+        tls.transport_config(config.quinn_transport(&telemetry, None));
+        let connecting = incoming
+            .accept_with(Arc::new(tls))
+            .map_err(AcceptError::Handshake)?;
+        Ok(Self {
+            connecting,
+            telemetry,
+            local,
+            half_open,
+        })
+    }
+
+    /// Waits for the handshake.
+    async fn finish(self) -> Result<NewPath, AcceptError> {
+        let conn = self.connecting.await.map_err(AcceptError::Handshake)?;
+        Ok(NewPath {
+            conn,
+            telemetry: self.telemetry,
+            local: self.local,
+            _half_open: self.half_open,
+        })
+    }
 }
 
 /// Waits for a path's set-up, at most [`HANDSHAKE_TIMEOUT`]; a path that is refused, or says
