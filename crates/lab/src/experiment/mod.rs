@@ -36,9 +36,8 @@ use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
 use crate::{bins, Failure};
-use raw::Client;
-use raw::PaintRecord;
 pub use raw::Record;
+use raw::{Client, PaintRecord};
 
 /// The issue's eight presets, plus `lte` (LTE and 3G paths) for issue 7's rows.
 pub const DEFAULT_SCENARIOS: &[&str] = &[

@@ -5,10 +5,9 @@ use std::collections::HashSet;
 use std::io::{BufRead as _, Write as _};
 use std::path::Path;
 
+use mpquic_browser::{BrowserLoad, PaintTimes, Site};
 use mpquic_replay::LoadReport;
 use serde::{Deserialize, Serialize};
-
-use mpquic_browser::{BrowserLoad, PaintTimes, Site};
 
 /// What loads the page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
