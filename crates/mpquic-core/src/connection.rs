@@ -871,19 +871,6 @@ impl Connection {
     }
 }
 
-/// quinn's send window (bytes it buffers, in flight or not) for a congestion window of `cwnd`.
-///
-/// quinn charges a stream's bytes to this window from its oldest unacknowledged byte on, acked
-/// or not, so after a loss it holds about two more windows (until the re-sent packet is
-/// acknowledged, two round trips after the loss). A window and a half throttled every lossy
-/// path: in pb-high-lossy's simulation, 20 MB went at 75% of the summed rates against 92%
-/// with three windows. What the scheduler may commit to the path is bounded separately, by
-/// the congestion window over the bytes in flight and queued in quinn (`telemetry.rs`), so
-/// the depth here does not let grants run ahead of the path.
-pub(crate) fn send_window_target(cwnd: u64) -> u64 {
-    cwnd.saturating_mul(3).max(cwnd.saturating_add(64 * 1024))
-}
-
 /// Asks the scheduler for data whenever the path has window room and writes it to quinn.
 async fn send_loop(
     shared: Arc<Shared>,
@@ -905,7 +892,7 @@ async fn send_loop(
                 };
             }
         }
-        let target = send_window_target(telemetry.lock().cwnd);
+        let target = telemetry.send_window();
         if target != send_window {
             conn.set_send_window(target);
             send_window = target;

@@ -983,7 +983,7 @@ fn stop_sending_after_the_fin_resets_with_the_announced_final_size() {
 /// 2% random loss on both of pb-high's paths costs little more than the 2%. quinn keeps a
 /// stream's bytes in its send window from the oldest unacknowledged one on, so a window of
 /// one and a half congestion windows held a lossy path to 75% of the summed rates here
-/// (`send_window_target` in `crates/mpquic-core/src/connection.rs`).
+/// (`Telemetry::send_window` in `crates/mpquic-core/src/telemetry.rs`).
 #[test]
 fn random_loss_of_two_percent_keeps_a_bulk_transfer_near_the_paths_rates() {
     let data = payload(3, 20_000_000);

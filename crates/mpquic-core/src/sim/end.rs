@@ -18,7 +18,7 @@ use quinn_proto::{
 
 use crate::chunk_limit::ChunkStreamLimit;
 use crate::config::Config;
-use crate::connection::{send_window_target, session_end, Rejoin, CONTROL_PRIORITY, REJOIN_FOR};
+use crate::connection::{session_end, Rejoin, CONTROL_PRIORITY, REJOIN_FOR};
 use crate::error::{codes, varint, ConnectionError, ProtocolError};
 use crate::telemetry::{CoreTelemetry, ReceivedBytes, Telemetry};
 
@@ -695,7 +695,7 @@ impl End {
                     };
                 }
             }
-            let target = send_window_target(path.telemetry.lock().cwnd);
+            let target = path.telemetry.send_window();
             if target != path.send_window {
                 path.conn.set_send_window(target);
                 path.send_window = target;
