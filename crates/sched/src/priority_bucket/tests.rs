@@ -305,6 +305,43 @@ fn a_failed_path_hands_its_share_to_the_others() {
     assert_eq!(pb.poll_send(now, PathId(1), 1_000), None);
 }
 
+/// A path that sent its whole share, and has half its window free, while another still holds
+/// unsent quota gets part of the rest: the estimates the plan used drifted by less than the threshold (here 20%), yet the
+/// plan would leave the path idle while the other sends alone, the tail of a bulk transfer.
+#[test]
+fn a_path_that_ran_out_of_quota_takes_part_of_the_unsent_rest() {
+    let now = Instant::now();
+    let id = StreamId(0);
+    let run = |config: PriorityBucketConfig| {
+        let mut pb = PriorityBucket::new(config);
+        for i in 0..2 {
+            pb.on_path_added(now, &snapshot(i, 1e6, PathStatus::Available))
+                .unwrap();
+        }
+        pb.on_stream_opened(now, &StreamMeta::new(id).with_size(1_000_000))
+            .unwrap();
+        pb.on_data_queued(now, id, 1_000_000).unwrap();
+        let window = 20_000;
+        let faster = PathSnapshot {
+            cwnd: window,
+            ..snapshot(1, 1.2e6, PathStatus::Available)
+        };
+        pb.on_path_updated(now, &faster).unwrap();
+        let share = pb.quota(id, PathId(1));
+        let first = pb.poll_send(now, PathId(1), share).map(|g| g.bytes);
+        assert_eq!(first, Some(share));
+        // Most of its window still in flight, the path is busy, not idle.
+        assert_eq!(pb.poll_send(now, PathId(1), window / 2 - 1), None);
+        let more = pb.poll_send(now, PathId(1), window / 2).map(|g| g.bytes);
+        let left = pb.quota(id, PathId(0)) + pb.quota(id, PathId(1)) + more.unwrap_or(0);
+        assert_eq!(left, 1_000_000 - share, "every byte keeps one limit");
+        more
+    };
+    assert_eq!(run(PriorityBucketConfig::default()), Some(10_000));
+    // The paper's plan is never revised for estimates.
+    assert_eq!(run(PriorityBucketConfig::paper()), None);
+}
+
 /// A long-RTT path still in slow start carries one window per round trip, not its bottleneck
 /// rate: capped by cwnd / SRTT it gets a smaller share than the paper's b_i would give it.
 #[test]
