@@ -178,7 +178,8 @@ impl Telemetry {
     /// current one: a controller that shrinks its window on a loss (BBR's Drain after
     /// Startup's overshoot: 531 kB to 114 kB on pb-high's 40 Mbit/s path) left quinn unable
     /// to take new data while the old flight was still charged, and the path idled for a
-    /// round trip (0.8 points of pb-high's 20 MB bulk on the testbed). What the scheduler may
+    /// round trip (about 0.6 points of pb-high's 20 MB bulk on the testbed, median of nine
+    /// transfers against nine: docs/results/2026-11-27-tail/). What the scheduler may
     /// commit to the path is bounded separately, by the congestion window over the bytes in
     /// flight and queued in quinn, so the depth here does not let grants run ahead of it.
     pub(crate) fn send_window(&self) -> u64 {
@@ -229,7 +230,9 @@ impl Telemetry {
     ) {
         s.controller_window = controller.window();
         let expired = match (now, s.window_peak_at) {
-            (Some(now), Some(at)) => now.saturating_duration_since(at) > s.rtt.srtt() * 2,
+            (Some(now), Some(at)) => {
+                now.saturating_duration_since(at) > s.rtt.srtt().saturating_mul(2)
+            }
             _ => false,
         };
         if s.controller_window >= s.window_peak || expired {
