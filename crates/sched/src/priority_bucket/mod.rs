@@ -455,8 +455,8 @@ impl PriorityBucket {
     /// rest with the current estimates, once until the path's next grant; returns whether it
     /// did. Not with the paper's plan, which is never revised for estimates.
     ///
-    /// On pb-high's testbed, 20 MB went at 84-85% of the summed rates in about one transfer
-    /// of twelve without this: the last re-allocation came as BBR left Drain, while the
+    /// On pb-high's testbed, 20 MB went at 84-85% of the summed rates in 3 transfers of about
+    /// 100 without this (none of 32 with it; docs/results/2026-11-27-tail/): the last re-allocation came as BBR left Drain, while the
     /// 40 Mbit/s path's smoothed RTT still held Drain's queue, and its rate of 36 Mbit/s
     /// stayed within the threshold of the 39 it then ran at. The 10 Mbit/s path was left
     /// with 300 kB to send alone for 350 ms.
