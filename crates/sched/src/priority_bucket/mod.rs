@@ -451,15 +451,16 @@ impl PriorityBucket {
     }
 
     /// A path with half its window or more free has no quota of any stream with data (of
-    /// urgency at most `most`), while another path holds quota of one: the plan is stale. Re-allocates every unsent
-    /// rest with the current estimates, once until the path's next grant; returns whether it
-    /// did. Not with the paper's plan, which is never revised for estimates.
+    /// urgency at most `most`), while another path holds quota of one: the plan is stale.
+    /// Re-allocates every unsent rest with the current estimates, once until the path's next
+    /// grant; returns whether it did. Not with the paper's plan, which is never revised for
+    /// estimates.
     ///
     /// On pb-high's testbed, 20 MB went at 84-85% of the summed rates in 3 transfers of about
-    /// 100 without this (none of 32 with it; docs/results/2026-11-27-tail/): the last re-allocation came as BBR left Drain, while the
-    /// 40 Mbit/s path's smoothed RTT still held Drain's queue, and its rate of 36 Mbit/s
-    /// stayed within the threshold of the 39 it then ran at. The 10 Mbit/s path was left
-    /// with 300 kB to send alone for 350 ms.
+    /// 100 without this (none of 32 with it; docs/results/2026-11-27-tail/). The last
+    /// re-allocation came as BBR left Drain, while the 40 Mbit/s path's smoothed RTT still held
+    /// Drain's queue, and its rate of 36 Mbit/s stayed within the threshold of the 39 it then
+    /// ran at. The 10 Mbit/s path was left with 300 kB to send alone for 350 ms.
     fn replan_for_dry(&mut self, path: PathId, room: u64, most: Urgency) -> bool {
         // A path with most of its window in flight is busy, not idle: the bytes it sent
         // still hold its window, which the allocation does not see. Re-planning for it then
