@@ -456,11 +456,11 @@ impl PriorityBucket {
     /// grant; returns whether it did. Not with the paper's plan, which is never revised for
     /// estimates.
     ///
-    /// On pb-high's testbed, 20 MB went at 84-85% of the summed rates in 3 transfers of about
-    /// 100 without this (none of 32 with it; docs/results/2026-11-27-tail/). The last
-    /// re-allocation came as BBR left Drain, while the 40 Mbit/s path's smoothed RTT still held
-    /// Drain's queue, and its rate of 36 Mbit/s stayed within the threshold of the 39 it then
-    /// ran at. The 10 Mbit/s path was left with 300 kB to send alone for 350 ms.
+    /// Seen on pb-high's testbed (docs/results/2026-11-27-tail/): the last re-allocation of a
+    /// 20 MB transfer came as BBR left Drain, while the 40 Mbit/s path's smoothed RTT still
+    /// held Drain's queue, and its rate of 36 Mbit/s stayed within the threshold of the 39 it
+    /// then ran at. The 10 Mbit/s path was left with 300 kB to send alone for 350 ms. With
+    /// this, such a transfer still came once in 42; on pages it cut priority-bucket's PLT.
     fn replan_for_dry(&mut self, path: PathId, room: u64, most: Urgency) -> bool {
         // A path with most of its window in flight is busy, not idle: the bytes it sent
         // still hold its window, which the allocation does not see. Re-planning for it then
