@@ -36,8 +36,9 @@ pub struct PriorityBucketConfig {
 impl PriorityBucketConfig {
     /// Relative change of a path's bandwidth or one-way delay, since the last allocation, that
     /// triggers a re-allocation of every stream's unsent rest. 0 (and NaN or negatives)
-    /// re-allocates on any change; infinity never does. Unless infinite, a path that used up
-    /// its quota while another path holds unsent quota re-allocates too, whatever the drift.
+    /// re-allocates on any change; infinity never does. Unless infinite, a path with half its
+    /// window free that used up its quota while another path holds unsent quota re-allocates
+    /// too, whatever the drift.
     ///
     /// # Default
     /// 0.25: estimates wobble by a few percent per ack, and re-allocating on every wobble would
@@ -178,10 +179,10 @@ impl Default for PriorityBucketConfig {
 ///   unsent rest of every stream is re-allocated, most urgent and earliest first, when a path is
 ///   added, removed, changes status (fails, becomes backup) or when its bandwidth or one-way
 ///   delay has drifted by more than [`PriorityBucketConfig::drift_threshold`] (default 25%)
-///   from the values the last allocation used, or when a path with room has used up its
-///   quota while another path still holds unsent quota (the plan's estimates drifted by
-///   less than the threshold, yet enough to leave one path idle while the other sends
-///   alone: the tail of a bulk transfer). Bytes that must be re-sent after a path died
+///   from the values the last allocation used, or when a path with half its window or more
+///   free has used up its quota while another path still holds unsent quota (the plan's
+///   estimates drifted by less than the threshold, yet enough to leave one path idle while
+///   the other sends alone). Bytes that must be re-sent after a path died
 ///   arrive through `on_data_queued` and are allocated like new data.
 /// - **Streams of unknown size** are allocated window by window: whenever a stream has queued
 ///   bytes not covered by its limits, up to [`PriorityBucketConfig::unknown_size_window`]
