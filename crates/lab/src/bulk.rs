@@ -11,13 +11,16 @@
 //!
 //! ```text
 //! {"bytes":100000000,"seconds":..,"goodput_mbps":..,"paths":2,"scheduler":"priority-bucket",
-//!  "per_path_bytes":{"0":..,"1":..},"rtt":{"0":{"srtt_median_ms":..,"min_rtt_ms":..},..},
+//!  "per_path_bytes":{"0":..,"1":..},
+//!  "rtt":{"0":{"srtt_median_ms":..,"min_rtt_ms":..,"mtu":..,"datagram_bytes_mean":..},..},
 //!  "sha256_match":true}
 //! ```
 //!
 //! `rtt` is each path's smoothed RTT, sampled every 10 ms, as the median over the second half
 //! of the transfer, and its minimum RTT at the end: how much queue the congestion controller
-//! keeps standing once it is past its start.
+//! keeps standing once it is past its start. `mtu` is the largest UDP payload the path may
+//! send at the end (quinn's path MTU discovery), and `datagram_bytes_mean` the mean payload of
+//! the datagrams it sent by the last sample: below `mtu`, packets left part-filled.
 //!
 //! The exit code is non-zero if the digests differ or `--timeout` passes. To run the two ends
 //! apart (e.g. in the netns testbed), start `--role server --local ADDR[,ADDR..]` (it writes its
@@ -337,8 +340,18 @@ fn second_half_rtts(samples: &[(Duration, PathStats)], elapsed: Duration) -> ser
             let mut srtts: Vec<Duration> = stats.iter().map(|s| s.srtt).collect();
             srtts.sort();
             let median = srtts.get(srtts.len() / 2).copied().unwrap_or_default();
-            let min_rtt = stats.last().map(|s| s.min_rtt).unwrap_or_default();
-            let entry = json!({ "srtt_median_ms": ms(median), "min_rtt_ms": ms(min_rtt) });
+            let last = stats.last();
+            let min_rtt = last.map(|s| s.min_rtt).unwrap_or_default();
+            let mtu = last.map(|s| s.mtu).unwrap_or_default();
+            let datagram_mean = last.map_or(0.0, |s| {
+                s.datagram_bytes_sent as f64 / s.datagrams_sent.max(1) as f64
+            });
+            let entry = json!({
+                "srtt_median_ms": ms(median),
+                "min_rtt_ms": ms(min_rtt),
+                "mtu": mtu,
+                "datagram_bytes_mean": datagram_mean,
+            });
             (path.to_string(), entry)
         })
         .collect();

@@ -81,6 +81,12 @@ pub struct PathStats {
     pub lost_bytes: u64,
     /// Congestion events.
     pub congestion_events: u64,
+    /// The largest UDP payload quinn sends on this path now (its path MTU discovery's result).
+    pub mtu: u16,
+    /// UDP datagrams quinn sent on this path.
+    pub datagrams_sent: u64,
+    /// Their UDP payload bytes: headers, frames and stream bytes, re-sends included.
+    pub datagram_bytes_sent: u64,
 }
 
 /// One path's transport: its quinn connection and what the driver keeps beside it.
@@ -212,6 +218,7 @@ impl Inner {
         let snapshot = path.telemetry.snapshot(id, status);
         // Before the telemetry lock: quinn takes its own lock and then the telemetry's.
         let remote = path.conn.remote_address();
+        let quinn = path.conn.stats();
         let t = path.telemetry.lock();
         Some(PathStats {
             id,
@@ -228,6 +235,9 @@ impl Inner {
             bytes_received: counters.bytes_received,
             lost_bytes: t.lost_bytes,
             congestion_events: t.congestion_events,
+            mtu: quinn.path.current_mtu,
+            datagrams_sent: quinn.udp_tx.datagrams,
+            datagram_bytes_sent: quinn.udp_tx.bytes,
         })
     }
 

@@ -51,6 +51,15 @@ pub struct Record {
     pub detail: Value,
 }
 
+impl Record {
+    /// UDP payload bytes the links forwarded per payload byte: what headers, re-sends and
+    /// part-filled packets cost on the wire. `None` without forwarded bytes or size.
+    pub fn wire_per_payload(&self) -> Option<f64> {
+        let forwarded: u64 = self.forwarded_bytes.iter().sum();
+        (forwarded > 0 && self.size > 0).then(|| forwarded as f64 / self.size as f64)
+    }
+}
+
 /// `mean ± sd` with one decimal, or `-`.
 fn cell(values: &[f64]) -> String {
     Summary::of(values).map_or_else(
@@ -141,23 +150,25 @@ pub fn markdown(records: &[Record], header: &str) -> String {
         let _ = writeln!(
             md,
             "| peer | variant (flags) | ok/runs | goodput Mbit/s | of the sum | of the paths used \
-             | sRTT 2nd half / min RTT |"
+             | wire bytes / payload | sRTT 2nd half / min RTT |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
         let grouped = variants(&rows);
         for (group, variant, runs) in &grouped {
             let ok: Vec<&Record> = runs.iter().filter(|r| r.ok).collect();
             let goodput: Vec<f64> = ok.iter().filter_map(|r| r.goodput_mbps).collect();
             let used: Vec<f64> = ok.iter().filter_map(|r| r.fraction_of_used).collect();
+            let wire: Vec<f64> = ok.iter().filter_map(|r| r.wire_per_payload()).collect();
             let default = if runs[0].default { " (default)" } else { "" };
             let _ = writeln!(
                 md,
-                "| {group} | {variant}{default} | {}/{} | {} | {} | {} | {} |",
+                "| {group} | {variant}{default} | {}/{} | {} | {} | {} | {} | {} |",
                 ok.len(),
                 runs.len(),
                 cell(&goodput),
                 percent(&fractions(runs)),
                 percent(&used),
+                stats::mean(&wire).map_or_else(|| "-".to_owned(), |m| format!("{m:.3}")),
                 queue_ratios(&ok),
             );
         }
