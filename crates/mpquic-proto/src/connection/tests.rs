@@ -223,41 +223,58 @@ proptest! {
 
 // ---- bad input from the peer: pure input -> typed error, no panic ----
 
-/// A server that knows one path, on [`receiver`]'s windows.
-fn server_with_a_path(now: Instant) -> Connection {
-    #[derive(Debug)]
-    struct Idle;
-    impl PathTelemetry for Idle {
-        fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
-            let rate = mpquic_sched::Bandwidth::from_bits_per_sec(10e6).expect("positive");
-            let mut snapshot = PathSnapshot::new(id, Duration::from_millis(10), rate, 100_000);
-            snapshot.status = status;
-            snapshot
-        }
-        fn one_way_delay(&self) -> Duration {
-            Duration::from_millis(5)
-        }
-        fn ack_wait(&self) -> (Option<Instant>, Duration) {
-            (None, Duration::from_millis(10))
-        }
-        fn probe_timeout(&self) -> Duration {
-            Duration::from_millis(40)
-        }
-        fn lost_bytes(&self) -> u64 {
-            0
-        }
-        fn generation(&self) -> u64 {
-            0
-        }
-        fn set_app_limited(&self, _: bool) {}
-        fn datagram_bytes_received(&self) -> u64 {
-            0
-        }
+/// A path's transport with a fixed window and flight.
+#[derive(Debug)]
+struct Fixed {
+    cwnd: u64,
+    bytes_in_flight: u64,
+}
+
+impl PathTelemetry for Fixed {
+    fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
+        let rate = mpquic_sched::Bandwidth::from_bits_per_sec(10e6).expect("positive");
+        let mut snapshot = PathSnapshot::new(id, Duration::from_millis(10), rate, self.cwnd);
+        snapshot.bytes_in_flight = self.bytes_in_flight;
+        snapshot.status = status;
+        snapshot
     }
+    fn one_way_delay(&self) -> Duration {
+        Duration::from_millis(5)
+    }
+    fn ack_wait(&self) -> (Option<Instant>, Duration) {
+        (None, Duration::from_millis(10))
+    }
+    fn probe_timeout(&self) -> Duration {
+        Duration::from_millis(40)
+    }
+    fn lost_bytes(&self) -> u64 {
+        0
+    }
+    fn generation(&self) -> u64 {
+        0
+    }
+    fn set_app_limited(&self, _: bool) {}
+    fn datagram_bytes_received(&self) -> u64 {
+        0
+    }
+}
+
+/// A server on [`receiver`]'s windows that knows one path, whose transport holds
+/// `bytes_in_flight` of a 100 kB window.
+fn server_with_a_path_holding(bytes_in_flight: u64, now: Instant) -> Connection {
     let mut conn = receiver(now);
-    conn.add_path(PATH, Box::new(Idle), PathStatus::Available, now)
+    let path = Fixed {
+        cwnd: 100_000,
+        bytes_in_flight,
+    };
+    conn.add_path(PATH, Box::new(path), PathStatus::Available, now)
         .unwrap();
     conn
+}
+
+/// A server that knows one idle path, on [`receiver`]'s windows.
+fn server_with_a_path(now: Instant) -> Connection {
+    server_with_a_path_holding(0, now)
 }
 
 const PATH: PathId = PathId(0);
@@ -426,4 +443,21 @@ fn a_reset_streams_credit_returns_when_its_reset_is_read() {
         .expect("the window was raised");
     assert!(announced >= 2 * per_stream.min(STREAM_WINDOW) + STREAM_WINDOW);
     chunk(&mut conn, uni(2), 0, STREAM_WINDOW).unwrap();
+}
+
+#[test]
+fn a_path_with_a_full_window_takes_a_little_more_so_its_packets_leave_full() {
+    let granted = |bytes_in_flight| {
+        let now = Instant::now();
+        let mut conn = server_with_a_path_holding(bytes_in_flight, now);
+        let id = conn.open(true, now).unwrap();
+        conn.write(id, &[7; 4000], now).unwrap();
+        match conn.poll_path(PATH, now).0 {
+            Step::Send(batch) => batch.iter().map(ChunkWork::bytes).sum(),
+            Step::Wait(_) | Step::Stop => 0,
+        }
+    };
+    assert_eq!(granted(100_000), AHEAD_OF_THE_WINDOW);
+    assert_eq!(granted(99_000), AHEAD_OF_THE_WINDOW + 1000);
+    assert_eq!(granted(100_000 + AHEAD_OF_THE_WINDOW), 0);
 }
