@@ -21,7 +21,8 @@
 //! `OUT/bulk.md` and to stdout: goodput in Mbit/s and as a fraction of the sum of the
 //! scenario's configured path rates, mean ± sample sd over the successful runs, the UDP payload
 //! bytes the emulated links forwarded per payload byte (headers, re-sends, part-filled packets),
-//! and per peer its default and its best variant with the flags used. The exit code is 1 when any run failed.
+//! and per peer its default and its best variant with the flags used. The exit code is 1 when
+//! any run failed.
 //!
 //! The peers and their clocks (each is its own; all count the payload only):
 //! - `mpquic`: the lab's `bulk` (split roles, `--local`/`--remote` per path) with every
