@@ -684,8 +684,9 @@ fn bytes_lost_on_a_slower_path_are_reinjected_within_the_budget() {
 /// XLINK's stream-end re-injection: an urgent 100 kB stream is split over two 20 Mbit/s paths
 /// (10 and 25 ms one way) when the 25 ms path's delay jumps to 300 ms. Its share there is
 /// overdue a probe timeout after it was sent; the 10 ms path, idle, sends it again then, and
-/// the stream completes in 128 ms instead of 317 ms (seed 3). Suspicion is off in both runs and no link loses anything, so only
-/// the stream's end re-injects; the receiver times the slower copies against the faster.
+/// the stream completes in 128 ms instead of 317 ms (seed 3). Suspicion is off in both runs
+/// and no link loses anything, so only the stream's end re-injects; the receiver times the
+/// slower copies against the faster.
 #[test]
 fn an_urgent_streams_tail_on_a_slowed_path_is_sent_again_on_the_idle_one() {
     let spike = Duration::from_secs(1);

@@ -306,8 +306,9 @@ fn a_failed_path_hands_its_share_to_the_others() {
 }
 
 /// A path that sent its whole share, and has half its window free, while another still holds
-/// unsent quota gets part of the rest: the estimates the plan used drifted by less than the threshold (here 20%), yet the
-/// plan would leave the path idle while the other sends alone, the tail of a bulk transfer.
+/// unsent quota gets part of the rest: the estimates the plan used drifted by less than the
+/// threshold (here 20%), yet the plan would leave the path idle while the other sends alone,
+/// the tail of a bulk transfer.
 #[test]
 fn a_path_that_ran_out_of_quota_takes_part_of_the_unsent_rest() {
     let now = Instant::now();
