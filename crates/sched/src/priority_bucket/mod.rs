@@ -452,7 +452,8 @@ impl PriorityBucket {
     }
 
     /// A path with half its window or more free has no quota of any stream with data (of
-    /// urgency at most `most`), while another path holds quota of one: the plan is stale.
+    /// urgency at most `most`), while another path holds more quota than it sends in a round
+    /// trip of this one: the plan is stale.
     /// Re-allocates every unsent rest with the current estimates, once until the path's next
     /// grant; returns whether it did. Not with the paper's plan, which is never revised for
     /// estimates.
@@ -477,14 +478,25 @@ impl PriorityBucket {
         {
             return false;
         }
+        // Only quota that keeps another path busy for longer than a round trip here is worth
+        // a new plan. A fresh plan leaves every path as much as it sends in the same time,
+        // and re-planning it anyway split each small stream in halves, again after every
+        // grant, until the path asked first had taken nearly all of it: a 145-byte request
+        // went out as seven chunks of 72, 37, ... 1 bytes (pb-low's testbed traces,
+        // docs/results/2026-11-28-one-thread/).
+        let here = self.paths.get(path).map_or(Duration::ZERO, |p| p.srtt);
         let streams = &self.streams;
         let elsewhere = self.lanes.iter().any(|lane| {
-            lane.path != path
-                && lane.buckets.iter().any(|(key, quota)| {
-                    key.urgency <= most
-                        && quota > 0
-                        && streams.get(key.stream).is_some_and(|s| s.queued > 0)
-                })
+            let Some(there) = self.paths.get(lane.path).filter(|_| lane.path != path) else {
+                return false;
+            };
+            let unsent: u64 = lane
+                .buckets
+                .iter()
+                .filter(|(key, _)| key.urgency <= most)
+                .map(|(key, quota)| quota.min(streams.get(key.stream).map_or(0, |s| s.queued)))
+                .sum();
+            self.rate(there).seconds_for(unsent) > here.as_secs_f64()
         });
         if !elsewhere {
             return false;

@@ -343,6 +343,37 @@ fn a_path_that_ran_out_of_quota_takes_part_of_the_unsent_rest() {
     assert_eq!(run(PriorityBucketConfig::paper()), None);
 }
 
+/// A plan just made leaves each path what it sends in about the same time: the path asked
+/// first takes its share and leaves the other's, however much room it has, instead of taking
+/// half the rest again after every grant.
+#[test]
+fn a_fresh_split_of_a_small_stream_is_not_taken_apart_by_the_first_path_asked() {
+    let now = Instant::now();
+    let id = StreamId(0);
+    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
+    for i in 0..2 {
+        let equal = PathSnapshot {
+            cwnd: 100_000,
+            ..PathSnapshot::new(
+                PathId(i),
+                Duration::from_millis(10),
+                Bandwidth::from_bits_per_sec(25e6).unwrap(),
+                u64::MAX,
+            )
+        };
+        pb.on_path_added(now, &equal).unwrap();
+    }
+    pb.on_stream_opened(now, &StreamMeta::new(id).with_size(40_000))
+        .unwrap();
+    pb.on_data_queued(now, id, 40_000).unwrap();
+    let (mine, theirs) = (pb.quota(id, PathId(0)), pb.quota(id, PathId(1)));
+    assert!(mine > 0 && theirs > 0, "split: {mine} and {theirs}");
+    let first = pb.poll_send(now, PathId(0), 100_000).map(|g| g.bytes);
+    assert_eq!(first, Some(mine));
+    assert_eq!(pb.poll_send(now, PathId(0), 100_000), None);
+    assert_eq!(pb.quota(id, PathId(1)), theirs);
+}
+
 /// A long-RTT path still in slow start carries one window per round trip, not its bottleneck
 /// rate: capped by cwnd / SRTT it gets a smaller share than the paper's b_i would give it.
 #[test]
