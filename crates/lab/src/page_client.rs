@@ -320,6 +320,21 @@ fn print_runs(runs: Vec<mpquic_replay::LoadReport>) -> Result<(), BoxError> {
     Ok(())
 }
 
+impl Args {
+    /// Whether this process is one end of a namespace load (`--serve` or `--direct`, not a
+    /// browser's): then it runs on one thread, as a browser's network stack and an
+    /// event-loop server do. On a runtime of several threads, the page's requests and answers
+    /// were tasks that the runtime reordered (a task just spawned runs before the ones
+    /// spawned before it) and ran beside the path senders: the first request of a burst
+    /// sometimes left last, 4-7 ms late, and an answer sometimes started 9 ms after its
+    /// request arrived, which decided whether lrf painted youtube-2013 in 44 ms or in 170
+    /// (docs/results/2026-11-28-one-thread/). On one thread, what an instant brings is
+    /// handled in order before the paths send, as in the simulation (`mpquic_replay::sim`).
+    pub fn one_thread(&self) -> bool {
+        (!self.serve.is_empty() || !self.direct.is_empty()) && !self.browser
+    }
+}
+
 /// Runs `page_client` with `args`: the exit code is 1 when a load fails.
 pub async fn main(args: Args) -> ExitCode {
     match run(args).await {
