@@ -468,12 +468,11 @@ impl PriorityBucket {
         // still hold its window, which the allocation does not see. Re-planning for it then
         // gave pb-high's 40 Mbit/s path, in its first window, more of bing-2013's image than
         // it could send in a round trip (+10 ms of PLT).
-        let busy = self
-            .paths
-            .get(path)
-            .is_none_or(|p| room.saturating_mul(2) < p.cwnd);
+        let Some((cwnd, here)) = self.paths.get(path).map(|p| (p.cwnd, p.srtt)) else {
+            return false;
+        };
         if !self.config.drift_threshold.is_finite()
-            || busy
+            || room.saturating_mul(2) < cwnd
             || self.lane(path).is_none_or(|lane| lane.replanned_dry)
         {
             return false;
@@ -484,7 +483,6 @@ impl PriorityBucket {
         // grant, until the path asked first had taken nearly all of it: a 145-byte request
         // went out as seven chunks of 72, 37, ... 1 bytes (pb-low's testbed traces,
         // docs/results/2026-11-28-one-thread/).
-        let here = self.paths.get(path).map_or(Duration::ZERO, |p| p.srtt);
         let streams = &self.streams;
         let elsewhere = self.lanes.iter().any(|lane| {
             let Some(there) = self.paths.get(lane.path).filter(|_| lane.path != path) else {
