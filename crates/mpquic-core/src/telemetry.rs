@@ -71,6 +71,8 @@ pub(crate) struct TelemetryState {
     /// (`None`: nothing outstanding). Path-failure detection counts from here.
     pub(crate) unacked_since: Option<Instant>,
     pub(crate) lost_bytes: u64,
+    /// When the packet quinn last declared lost was sent.
+    last_loss_sent: Option<Instant>,
     pub(crate) congestion_events: u64,
     /// Bumped on every change, so the sender re-reports estimates only when they moved.
     pub(crate) generation: u64,
@@ -111,6 +113,7 @@ impl Telemetry {
                 acked_in_batch: 0,
                 unacked_since: None,
                 lost_bytes: 0,
+                last_loss_sent: None,
                 congestion_events: 0,
                 generation: 0,
                 app_limited: false,
@@ -367,6 +370,9 @@ impl Controller for TelemetryController {
         let inner = self.inner.as_ref();
         self.telemetry.update(|s| {
             s.lost_bytes = s.lost_bytes.saturating_add(lost_bytes);
+            if lost_bytes > 0 {
+                s.last_loss_sent = Some(sent);
+            }
             s.in_flight = s.in_flight_now().saturating_sub(lost_bytes);
             s.sent_since_acks = 0;
             s.congestion_events = s.congestion_events.saturating_add(1);
@@ -460,6 +466,10 @@ impl mpquic_proto::PathTelemetry for CoreTelemetry {
 
     fn lost_bytes(&self) -> u64 {
         self.telemetry.lock().lost_bytes
+    }
+
+    fn last_loss_sent(&self) -> Option<Instant> {
+        self.telemetry.lock().last_loss_sent
     }
 
     fn generation(&self) -> u64 {

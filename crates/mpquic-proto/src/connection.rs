@@ -1460,7 +1460,7 @@ impl Connection {
         self.actions
             .push_back(Action::Event(PathEvent::Suspected { path }));
         self.retarget_reinjections(path, now);
-        self.reinject(path, Cause::Suspicion, u64::MAX, now);
+        self.reinject(path, Cause::Suspicion, u64::MAX, None, now);
         self.wake_paths();
     }
 
@@ -1494,25 +1494,45 @@ impl Connection {
             .map(|(_, delay, id)| (id, delay))
     }
 
-    /// Sends bytes in flight on `from` again on the path that delivers them soonest: on
-    /// suspicion every stream's; on loss the urgent streams' oldest, as many as were `lost`
-    /// and the budget allows, and only if the other path beats `from`'s own retransmission.
-    /// Urgent streams go first, then in their order of arrival; the scheduler may take a
-    /// stream's bytes or decline them ([`Scheduler::on_reinjection`]).
-    fn reinject(&mut self, from: PathId, cause: Cause, lost: u64, now: Instant) {
-        let Some(from_delay) = self.paths.get(&from).map(|p| p.delivery_delay(from)) else {
+    /// Sends bytes in flight on `from` again on the path that delivers them soonest, if that
+    /// beats `from`'s own repair: on suspicion every stream's; on loss the urgent streams'.
+    ///
+    /// A stream's bytes on a path travel as one ordered transport stream, so the receiver gets
+    /// none of them past a lost packet until the path repairs it. If the packet was sent at
+    /// `lost_sent`, only streams with a flight on the wire then can have lost it. Of those, a
+    /// stream that would otherwise have all its bytes by the repair has everything it handed
+    /// the path since that flight sent again, if the other path delivers all of it before the
+    /// repair lands (so that the stream ends sooner); another has as many bytes as were `lost`
+    /// from that flight on. Without `lost_sent`, a loss re-sends the urgent streams' oldest
+    /// bytes on the path, as many as were `lost`. Within the budget, urgent streams go first,
+    /// then in their order of arrival; the scheduler may take a stream's bytes or decline them
+    /// ([`Scheduler::on_reinjection`]).
+    fn reinject(
+        &mut self,
+        from: PathId,
+        cause: Cause,
+        lost: u64,
+        lost_sent: Option<Instant>,
+        now: Instant,
+    ) {
+        let Some(repair) = self.paths.get(&from).map(|p| p.delivery_delay(from)) else {
             return;
         };
         let Some((target, delay)) = self.reinjection_target(from) else {
             return;
         };
         let config = self.config.reinjection;
-        // (Stream ends have their own walk, `reinject_stream_ends`; budgeted like losses.)
         let mut left = match cause {
             Cause::Suspicion => u64::MAX,
-            Cause::Loss | Cause::StreamEnd if delay >= from_delay => return,
-            Cause::Loss | Cause::StreamEnd => lost.min(self.reinjection.budget_left(&config)),
+            Cause::Loss | Cause::StreamEnd if delay >= repair => return,
+            Cause::Loss | Cause::StreamEnd => self.reinjection.budget_left(&config),
         };
+        // What the other path delivers before the repair lands.
+        let before_repair = self.paths.get(&target).map_or(0, |p| {
+            let seconds = repair.saturating_sub(delay).as_secs_f64();
+            (p.snapshot(target).bandwidth.bytes_per_sec() * seconds) as u64
+        });
+        let repaired = now.checked_add(repair).unwrap_or(now);
         let urgent = |meta: &StreamMeta| match cause {
             Cause::Suspicion => true,
             Cause::Loss | Cause::StreamEnd => config
@@ -1530,6 +1550,8 @@ impl Connection {
             .collect();
         order.sort_unstable();
         let mut queued_to_scheduler = false;
+        // Bytes re-sent for the `lost` ones, shared by the streams.
+        let mut lost = lost;
         for (_, _, id) in order {
             if left == 0 {
                 break;
@@ -1537,10 +1559,28 @@ impl Connection {
             let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
                 continue;
             };
-            let flights = send.take_in_flight_where(left, |flight| flight.path == from);
+            let mut for_lost = false;
+            let flights = match (cause, lost_sent) {
+                (Cause::Loss, Some(at)) if send.lands_by(repaired) => {
+                    match send.on_the_wire(from, at) {
+                        Some(since) => send.take_all_since(from, since, left.min(before_repair)),
+                        None => continue,
+                    }
+                }
+                (Cause::Loss | Cause::StreamEnd, _) => {
+                    for_lost = true;
+                    send.take_in_flight_where(left.min(lost), |flight| flight.path == from)
+                }
+                (Cause::Suspicion, _) => {
+                    send.take_in_flight_where(left, |flight| flight.path == from)
+                }
+            };
             let (bytes, to_scheduler) = self.offer_reinjection(id, flights, target, cause, now);
             queued_to_scheduler |= to_scheduler;
             left = left.saturating_sub(bytes);
+            if for_lost {
+                lost = lost.saturating_sub(bytes);
+            }
         }
         self.paths_to_wake.insert(target);
         if queued_to_scheduler {
@@ -1642,7 +1682,7 @@ impl Connection {
             if flight.path == path {
                 return None;
             }
-            let Expected { lands, overdue } = flight.expected;
+            let Expected { lands, overdue, .. } = flight.expected;
             if overdue <= now {
                 (sent_here < recovered).then_some(Late::Overdue)
             } else {
@@ -1810,7 +1850,8 @@ impl Connection {
         let newly_lost = lost.saturating_sub(entry.lost_bytes_seen);
         entry.lost_bytes_seen = lost;
         if newly_lost > 0 && self.config.reinjection.urgency.is_some() {
-            self.reinject(path, Cause::Loss, newly_lost, now);
+            let lost_sent = entry.telemetry.last_loss_sent();
+            self.reinject(path, Cause::Loss, newly_lost, lost_sent, now);
         }
         let Some(entry) = self.paths.get_mut(&path) else {
             return (Step::Stop, retire);
@@ -1875,9 +1916,16 @@ impl Connection {
                     .map_or(Duration::ZERO, |p| p.telemetry.probe_timeout()),
             )
             .unwrap_or(now);
-        let expected = |left: u64| Expected {
-            lands: arrival(now, &snapshot, room - left),
-            overdue,
+        let expected = |left: u64| {
+            let lands = arrival(now, &snapshot, room - left);
+            Expected {
+                sent: now,
+                leaves: lands
+                    .checked_sub(snapshot.one_way_delay)
+                    .map_or(now, |t| t.max(now)),
+                lands,
+                overdue,
+            }
         };
         let at = expected(left);
         self.take_reinjections(path, &mut left, &mut batch, at);

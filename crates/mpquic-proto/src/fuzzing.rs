@@ -131,6 +131,8 @@ impl StateDriver {
     /// the bytes it would send, so that the peer's data acks have something to acknowledge.
     pub fn grant(&mut self, path: u32, id: u64, bytes: u64, now: Instant) -> Option<u64> {
         let expected = Expected {
+            sent: now,
+            leaves: now,
             lands: now,
             overdue: now,
         };

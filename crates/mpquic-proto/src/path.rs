@@ -21,6 +21,11 @@ pub trait PathTelemetry: Send + fmt::Debug {
     fn probe_timeout(&self) -> Duration;
     /// The bytes the transport declared lost on the path so far.
     fn lost_bytes(&self) -> u64;
+    /// When the packet the transport last declared lost was sent. Without it (`None`),
+    /// re-injection on loss guesses which bytes the loss holds up.
+    fn last_loss_sent(&self) -> Option<Instant> {
+        None
+    }
     /// A number that changes whenever the estimates change.
     fn generation(&self) -> u64;
     /// Whether the path's sender found nothing to send with room in its window.

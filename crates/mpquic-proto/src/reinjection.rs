@@ -10,8 +10,12 @@ use mpquic_sched::Urgency;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReinjectionConfig {
     /// Streams at or below this urgency (0 is the most urgent) have their bytes in flight on
-    /// a path that declares packets lost sent again on a path that delivers them sooner, as
-    /// many bytes as were lost, oldest first. `None`: never on loss.
+    /// a path that declares packets lost sent again on a path that delivers them sooner than
+    /// the lossy path's repair. A stream that would have every byte by then, but for the
+    /// loss, has everything the loss holds up sent again (each stream's bytes on a path are
+    /// one ordered quinn stream, so the receiver gets none of them past the hole until the
+    /// repair), if all of it lands before the repair; another has as many bytes as were lost,
+    /// oldest first. `None`: never on loss.
     pub urgency: Option<Urgency>,
     /// Bytes re-sent on loss and at streams' ends are at most this fraction of the stream
     /// bytes sent so far...

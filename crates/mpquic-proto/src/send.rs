@@ -66,6 +66,10 @@ pub(crate) struct Flight {
 /// What the sender expects of bytes it sends on a path, estimated as they go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Expected {
+    /// When they were handed to the path.
+    pub(crate) sent: Instant,
+    /// When their last byte leaves, behind what the path held.
+    pub(crate) leaves: Instant,
     /// When they land.
     pub(crate) lands: Instant,
     /// When their ack is overdue: the path's probe timeout after they were sent.
@@ -168,6 +172,44 @@ impl SendState {
             taken.push((start..cut, flight));
         }
         taken
+    }
+
+    /// The bytes in flight, not yet acknowledged, of the flights `chosen` picks.
+    fn unacked_where(&self, chosen: impl Fn(&Flight) -> bool) -> u64 {
+        self.in_flight
+            .iter()
+            .filter(|(_, flight)| chosen(flight))
+            .map(|(start, flight)| flight.end.saturating_sub((*start).max(self.acked)))
+            .sum()
+    }
+
+    /// Whether every byte of the stream is granted and expected to land by `at`.
+    pub(crate) fn lands_by(&self, at: Instant) -> bool {
+        self.all_granted() && self.in_flight.values().all(|f| f.expected.lands <= at)
+    }
+
+    /// When the flight on `path` that was on the wire at `at` (handed over before, its last
+    /// byte leaving after) was handed over; `None` if none was.
+    pub(crate) fn on_the_wire(&self, path: PathId, at: Instant) -> Option<Instant> {
+        self.in_flight
+            .values()
+            .find(|f| f.path == path && f.expected.sent <= at && at <= f.expected.leaves)
+            .map(|f| f.expected.sent)
+    }
+
+    /// The flights on `path` handed over at or after `since`, if they hold at most `max`
+    /// unacknowledged bytes; none otherwise.
+    pub(crate) fn take_all_since(
+        &mut self,
+        path: PathId,
+        since: Instant,
+        max: u64,
+    ) -> Vec<(Range<u64>, Flight)> {
+        let chosen = |flight: &Flight| flight.path == path && flight.expected.sent >= since;
+        if self.unacked_where(chosen) > max {
+            return Vec::new();
+        }
+        self.take_in_flight_where(max, chosen)
     }
 
     /// Records `ranges` as sent on `path` and slices them into the chunks to write, skipping
