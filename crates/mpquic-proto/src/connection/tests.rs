@@ -63,6 +63,11 @@ fn uni(k: u64) -> u64 {
 }
 
 fn receiver(now: Instant) -> Connection {
+    with_windows(WINDOW, STREAM_WINDOW, now)
+}
+
+/// A server whose peer and itself announce these data limits.
+fn with_windows(max_data: u64, max_stream_data: u64, now: Instant) -> Connection {
     let config = TransportConfig {
         send_buffer: 1 << 20,
         idle_timeout: Duration::from_secs(30),
@@ -73,8 +78,8 @@ fn receiver(now: Instant) -> Connection {
         reinjection: Default::default(),
     };
     let params = Params {
-        max_data: WINDOW,
-        max_stream_data: STREAM_WINDOW,
+        max_data,
+        max_stream_data,
         max_bidi_streams: 100,
         max_uni_streams: 100,
     };
@@ -449,15 +454,25 @@ fn a_reset_streams_credit_returns_when_its_reset_is_read() {
 fn a_path_with_a_full_window_takes_a_little_more_so_its_packets_leave_full() {
     let granted = |bytes_in_flight| {
         let now = Instant::now();
-        let mut conn = server_with_a_path_holding(bytes_in_flight, now);
+        let mut conn = with_windows(1 << 20, 1 << 20, now);
+        let path = Fixed {
+            cwnd: 100_000,
+            bytes_in_flight,
+        };
+        conn.add_path(PATH, Box::new(path), PathStatus::Available, now)
+            .unwrap();
         let id = conn.open(true, now).unwrap();
-        conn.write(id, &[7; 4000], now).unwrap();
+        conn.write(id, &[7; 40_000], now).unwrap();
         match conn.poll_path(PATH, now).0 {
             Step::Send(batch) => batch.iter().map(ChunkWork::bytes).sum(),
             Step::Wait(_) | Step::Stop => 0,
         }
     };
-    assert_eq!(granted(100_000), AHEAD_OF_THE_WINDOW);
-    assert_eq!(granted(99_000), AHEAD_OF_THE_WINDOW + 1000);
-    assert_eq!(granted(100_000 + AHEAD_OF_THE_WINDOW), 0);
+    let ahead = AHEAD_OF_THE_WINDOW + GRANT_QUANTUM;
+    assert_eq!(granted(100_000), ahead);
+    assert_eq!(granted(99_000), ahead + 1000);
+    // Bytes wait past the window: a grant is a quantum or nothing.
+    assert_eq!(granted(100_000 + AHEAD_OF_THE_WINDOW), GRANT_QUANTUM);
+    assert_eq!(granted(100_000 + AHEAD_OF_THE_WINDOW + 1), 0);
+    assert_eq!(granted(100_000 + ahead), 0);
 }
