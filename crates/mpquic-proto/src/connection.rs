@@ -50,7 +50,7 @@ const AHEAD_OF_THE_WINDOW: u64 = 3000;
 /// [`AHEAD_OF_THE_WINDOW`]. Every grant is a chunk with a header of its own (offset and
 /// length, about 6 bytes); granted as acknowledgements opened the window, a bulk transfer's
 /// chunks averaged 3 kB, and their headers cost 0.2% of the bytes on the wire, the whole
-/// difference to noq's.
+/// difference to noq's (docs/results/2026-11-28-grant-quantum/).
 const GRANT_QUANTUM: u64 = 12_000;
 
 /// Streams this urgent (RFC 9218's highest: a page's document, CSS and blocking scripts) may
