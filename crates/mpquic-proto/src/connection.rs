@@ -1509,7 +1509,8 @@ impl Connection {
     /// `lost_sent`, only streams with a flight on the wire then can have lost it. Of those, a
     /// stream that would otherwise have all its bytes by the repair has everything it handed
     /// the path since that flight sent again, if the other path delivers all of it before the
-    /// repair lands (so that the stream ends sooner); another has as many bytes as were `lost`
+    /// repair lands (so that the stream ends sooner) and it is at most half the budget left;
+    /// another has as many bytes as were `lost`
     /// from that flight on. Without `lost_sent`, a loss re-sends the urgent streams' oldest
     /// bytes on the path, as many as were `lost`. Within the budget, urgent streams go first,
     /// then in their order of arrival; the scheduler may take a stream's bytes or decline them
@@ -1570,7 +1571,11 @@ impl Connection {
             let flights = match (cause, lost_sent) {
                 (Cause::Loss, Some(at)) if send.lands_by(repaired) => {
                     match send.on_the_wire(from, at) {
-                        Some(since) => send.take_all_since(from, since, left.min(before_repair)),
+                        // At most half the budget left, so that later losses of the
+                        // streams that gate a page still find some.
+                        Some(since) => {
+                            send.take_all_since(from, since, (left / 2).min(before_repair))
+                        }
                         None => continue,
                     }
                 }
