@@ -14,8 +14,8 @@ pub struct ReinjectionConfig {
     /// the lossy path's repair. A stream that would have every byte by then, but for the
     /// loss, has everything the loss holds up sent again (each stream's bytes on a path are
     /// one ordered quinn stream, so the receiver gets none of them past the hole until the
-    /// repair), if all of it lands before the repair; another has as many bytes as were lost,
-    /// oldest first. `None`: never on loss.
+    /// repair), if all of it lands before the repair and takes at most half the budget left;
+    /// another has as many bytes as were lost, oldest first. `None`: never on loss.
     pub urgency: Option<Urgency>,
     /// Bytes re-sent on loss and at streams' ends are at most this fraction of the stream
     /// bytes sent so far...
