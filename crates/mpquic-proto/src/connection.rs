@@ -1505,15 +1505,14 @@ impl Connection {
     /// beats `from`'s own repair: on suspicion every stream's; on loss the urgent streams'.
     ///
     /// A stream's bytes on a path travel as one ordered transport stream, so the receiver gets
-    /// none of them past a lost packet until the path repairs it. If the packet was sent at
-    /// `lost_sent`, only streams with a flight on the wire then can have lost it. Of those, a
-    /// stream that would otherwise have all its bytes by the repair has everything it handed
-    /// the path since that flight sent again, if the other path delivers all of it before the
-    /// repair lands (so that the stream ends sooner) and it is at most half the budget left;
-    /// another has as many bytes as were `lost`
-    /// from that flight on. Without `lost_sent`, a loss re-sends the urgent streams' oldest
-    /// bytes on the path, as many as were `lost`. Within the budget, urgent streams go first,
-    /// then in their order of arrival; the scheduler may take a stream's bytes or decline them
+    /// none of them past a lost packet until the path repairs it. A stream that would
+    /// otherwise have all its bytes by the repair, and had a flight on the wire when the lost
+    /// packet left (at `lost_sent`), has everything it handed the path since that flight sent
+    /// again, if the other path delivers all of it before the repair lands (so that the stream
+    /// ends sooner) and it is at most half the budget left; without such a flight the packet
+    /// was not its own. Every other urgent stream has its oldest bytes on the path sent again,
+    /// as many as were `lost` in all. Within the budget, urgent streams go first, then in
+    /// their order of arrival; the scheduler may take a stream's bytes or decline them
     /// ([`Scheduler::on_reinjection`]).
     fn reinject(
         &mut self,
@@ -1558,7 +1557,7 @@ impl Connection {
             .collect();
         order.sort_unstable();
         let mut queued_to_scheduler = false;
-        // Bytes re-sent for the `lost` ones, shared by the streams.
+        // Bytes re-sent for the `lost` ones, shared by the streams (unbounded on suspicion).
         let mut lost = lost;
         for (_, _, id) in order {
             if left == 0 {
@@ -1567,30 +1566,26 @@ impl Connection {
             let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
                 continue;
             };
-            let mut for_lost = false;
-            let flights = match (cause, lost_sent) {
+            // Since when the stream's bytes on `from` are held up, if it is about to end.
+            let held_up = match (cause, lost_sent) {
                 (Cause::Loss, Some(at)) if send.lands_by(repaired) => {
                     match send.on_the_wire(from, at) {
-                        // At most half the budget left, so that later losses of the
-                        // streams that gate a page still find some.
-                        Some(since) => {
-                            send.take_all_since(from, since, (left / 2).min(before_repair))
-                        }
+                        Some(since) => Some(since),
                         None => continue,
                     }
                 }
-                (Cause::Loss | Cause::StreamEnd, _) => {
-                    for_lost = true;
-                    send.take_in_flight_where(left.min(lost), |flight| flight.path == from)
-                }
-                (Cause::Suspicion, _) => {
-                    send.take_in_flight_where(left, |flight| flight.path == from)
-                }
+                _ => None,
+            };
+            let flights = match held_up {
+                // At most half the budget left, so that later losses of the streams that
+                // gate a page still find some.
+                Some(since) => send.take_all_since(from, since, (left / 2).min(before_repair)),
+                None => send.take_in_flight_where(left.min(lost), |flight| flight.path == from),
             };
             let (bytes, to_scheduler) = self.offer_reinjection(id, flights, target, cause, now);
             queued_to_scheduler |= to_scheduler;
             left = left.saturating_sub(bytes);
-            if for_lost {
+            if held_up.is_none() {
                 lost = lost.saturating_sub(bytes);
             }
         }
