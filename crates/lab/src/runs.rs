@@ -40,6 +40,21 @@ pub struct Failed {
     pub first: String,
 }
 
+/// One simulated page load that completed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    /// The scheduler.
+    pub kind: SchedulerKind,
+    /// The seed of the load's links and quinn-proto connections.
+    pub seed: u64,
+    /// First rendering time, ms.
+    pub frt_ms: f64,
+    /// Page load time, ms.
+    pub plt_ms: f64,
+    /// Stream bytes the client received twice (re-injected copies).
+    pub duplicate_bytes: u64,
+}
+
 /// Every scheduler's summaries over `runs` seeds starting at `first_seed`, with the oracle's
 /// bounds (which do not depend on the seed).
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +65,9 @@ pub struct Runs {
     pub runs: u32,
     /// One row per scheduler, in the order asked.
     pub rows: Vec<RunRow>,
+    /// Every load that completed, by seed, then in the order of the schedulers asked: the
+    /// tails that a mean and a standard deviation hide.
+    pub loads: Vec<Load>,
     /// The lower bounds.
     pub oracle: OracleBound,
 }
@@ -93,10 +111,19 @@ impl Samples {
     }
 }
 
+/// How the simulated loads of [`run`] are made, besides the scheduler and the seed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadOptions {
+    /// Recorded gaps between requests scaled by this (0: each request when its initiator
+    /// arrived).
+    pub time_scale: f64,
+    /// Both ends re-inject (mpquic's default); without, as mp-quic's schedulers ran.
+    pub reinjection: bool,
+}
+
 /// Loads `page` over `scenario` on the full-stack simulation ([`load_simulated`]: the real
 /// core, quinn-proto and scheduler on simulated time) with each scheduler of `kinds`, `runs`
-/// times over the seeds from `first_seed`, recorded gaps scaled by `time_scale`; and the fluid
-/// oracle's bounds.
+/// times over the seeds from `first_seed`, as `options` say; and the fluid oracle's bounds.
 ///
 /// # Errors
 /// The oracle's [`SimError`] (a page or scenario it cannot model).
@@ -106,24 +133,33 @@ pub fn run(
     kinds: &[SchedulerKind],
     first_seed: u64,
     runs: u32,
-    time_scale: f64,
+    options: LoadOptions,
 ) -> Result<Runs, SimError> {
     let oracle = oracle(
         &SimConfig::from_scenario(scenario),
-        &page.sim_page(time_scale),
+        &page.sim_page(options.time_scale),
     )?;
     let mut samples: Vec<Samples> = kinds.iter().map(|_| Samples::default()).collect();
+    let mut loads = Vec::new();
     for i in 0..u64::from(runs.max(1)) {
         let seed = first_seed.wrapping_add(i);
         for (kind, sample) in kinds.iter().zip(&mut samples) {
             let load = RunConfig::new(kind.name(), scenario.name).and_then(|mut run| {
-                run.load.time_scale = time_scale;
+                run.load.time_scale = options.time_scale;
+                run.reinjection = options.reinjection;
                 load_simulated(&page.page, &run, seed)
             });
             match load {
                 Ok(report) => {
                     sample.frt.push(Some(report.frt_ms));
                     sample.plt.push(report.plt_ms);
+                    loads.push(Load {
+                        kind: *kind,
+                        seed,
+                        frt_ms: report.frt_ms,
+                        plt_ms: report.plt_ms,
+                        duplicate_bytes: report.duplicate_bytes,
+                    });
                 }
                 Err(e) => sample.failures.push((seed, e.to_string())),
             }
@@ -141,8 +177,25 @@ pub fn run(
         first_seed,
         runs: runs.max(1),
         rows,
+        loads,
         oracle,
     })
+}
+
+/// The loads as CSV, one line each: `scheduler,seed,frt_ms,plt_ms,duplicate_bytes`.
+pub fn loads_csv(runs: &Runs) -> String {
+    let mut out = String::from("scheduler,seed,frt_ms,plt_ms,duplicate_bytes\n");
+    for load in &runs.loads {
+        out.push_str(&format!(
+            "{},{},{:.3},{:.3},{}\n",
+            load.kind.name(),
+            load.seed,
+            load.frt_ms,
+            load.plt_ms,
+            load.duplicate_bytes
+        ));
+    }
+    out
 }
 
 /// Milliseconds rounded to the microsecond, the simulator's useful precision.
@@ -194,12 +247,20 @@ pub fn to_json(runs: &Runs) -> Value {
 mod tests {
     use super::*;
 
-    fn youtube() -> PageRef {
+    const WITH_REINJECTION: LoadOptions = LoadOptions {
+        time_scale: 0.0,
+        reinjection: true,
+    };
+
+    fn page(name: &str) -> PageRef {
         let root = crate::workspace_root();
         let scratch = std::env::temp_dir();
-        let mut pages =
-            crate::experiment::pages::resolve(&["youtube-2013".into()], &root, &scratch);
+        let mut pages = crate::experiment::pages::resolve(&[name.into()], &root, &scratch);
         pages.as_mut().unwrap().remove(0)
+    }
+
+    fn youtube() -> PageRef {
+        page("youtube-2013")
     }
 
     #[test]
@@ -207,9 +268,12 @@ mod tests {
         let page = youtube();
         let scenario = Scenario::by_name("pb-high-lossy").unwrap();
         let kinds = [SchedulerKind::Lrf, SchedulerKind::PriorityBucket];
-        let runs = run(&page, scenario, &kinds, 7, 2, 0.0).unwrap();
+        let runs = run(&page, scenario, &kinds, 7, 2, WITH_REINJECTION).unwrap();
         assert_eq!((runs.first_seed, runs.last_seed()), (7, 8));
-        assert_eq!(runs, run(&page, scenario, &kinds, 7, 2, 0.0).unwrap());
+        assert_eq!(
+            runs,
+            run(&page, scenario, &kinds, 7, 2, WITH_REINJECTION).unwrap()
+        );
         let mut plt = Vec::new();
         for seed in [7, 8] {
             let mut one = RunConfig::new("lrf", "pb-high-lossy").unwrap();
@@ -218,12 +282,53 @@ mod tests {
         }
         let lrf = runs.rows[0].outcome.as_ref().unwrap();
         assert_eq!(lrf.plt, Summary::of(&plt).unwrap());
+        // Each load is listed, by seed and then scheduler, with the same figures.
+        let listed: Vec<(SchedulerKind, u64)> =
+            runs.loads.iter().map(|l| (l.kind, l.seed)).collect();
+        assert_eq!(
+            listed,
+            [
+                (SchedulerKind::Lrf, 7),
+                (SchedulerKind::PriorityBucket, 7),
+                (SchedulerKind::Lrf, 8),
+                (SchedulerKind::PriorityBucket, 8)
+            ]
+        );
+        assert_eq!([runs.loads[0].plt_ms, runs.loads[2].plt_ms], plt[..]);
+        let csv = loads_csv(&runs);
+        assert_eq!(csv.lines().count(), 5);
+        assert!(csv.starts_with("scheduler,seed,frt_ms,plt_ms,duplicate_bytes\nlrf,7,"));
+    }
+
+    #[test]
+    fn without_reinjection_nothing_arrives_twice() {
+        // Seeds 2 and 3 of pb-high-lossy lose packets of google.com-2021's urgent streams,
+        // which priority-bucket re-injects.
+        let google = page("google.com-2021");
+        let scenario = Scenario::by_name("pb-high-lossy").unwrap();
+        let kinds = [SchedulerKind::PriorityBucket];
+        let with = run(&google, scenario, &kinds, 2, 2, WITH_REINJECTION).unwrap();
+        let without = LoadOptions {
+            reinjection: false,
+            ..WITH_REINJECTION
+        };
+        let without = run(&google, scenario, &kinds, 2, 2, without).unwrap();
+        assert!(with.loads.iter().any(|l| l.duplicate_bytes > 0));
+        assert!(without.loads.iter().all(|l| l.duplicate_bytes == 0));
     }
 
     #[test]
     fn json_keeps_the_single_run_keys() {
         let scenario = Scenario::by_name("pb-high").unwrap();
-        let runs = run(&youtube(), scenario, &SchedulerKind::ALL, 1, 1, 0.0).unwrap();
+        let runs = run(
+            &youtube(),
+            scenario,
+            &SchedulerKind::ALL,
+            1,
+            1,
+            WITH_REINJECTION,
+        )
+        .unwrap();
         let json = to_json(&runs);
         let object = json.as_object().unwrap();
         assert_eq!(object.len(), SchedulerKind::ALL.len() + 1);

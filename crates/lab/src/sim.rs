@@ -2,11 +2,13 @@
 //! quinn-proto and scheduler on simulated time, `mpquic_core::sim`), repeated over consecutive
 //! seeds, as a table or one JSON object.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use mpquic_scenario::Scenario;
-use mpquic_sched::SchedulerKind;
 
-use crate::experiment::pages;
+use crate::experiment::{pages, parse_schedulers};
+use crate::runs::LoadOptions;
 use crate::{runs, table, Failure};
 
 /// The most runs one command does (10 is the papers' count; 1000 already takes a while).
@@ -37,6 +39,16 @@ pub struct SimArgs {
     /// the document) has arrived; 1 keeps the recorded gaps.
     #[arg(long, default_value_t = 0.0)]
     time_scale: f64,
+    /// Schedulers, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    schedulers: Vec<String>,
+    /// Without mpquic's re-injection (`Config::reinjection`), as mp-quic's schedulers ran.
+    #[arg(long)]
+    no_reinjection: bool,
+    /// Also write every load to this CSV file (scheduler, seed, FRT, PLT, bytes received
+    /// twice), for the tails and per-seed comparisons the table's means hide.
+    #[arg(long)]
+    loads: Option<PathBuf>,
 }
 
 /// Checks the run count and that the last seed fits in a `u64`.
@@ -67,15 +79,17 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
     let root = crate::workspace_root();
     let scratch = crate::target_dir().join("sim");
     let page = pages::resolve(std::slice::from_ref(&args.page), &root, &scratch)?.remove(0);
-    let runs = runs::run(
-        &page,
-        scenario,
-        &SchedulerKind::ALL,
-        args.seed,
-        args.runs,
-        args.time_scale,
-    )
-    .map_err(|e| Failure::Usage(e.to_string()))?;
+    let schedulers = parse_schedulers(&args.schedulers)?;
+    let options = LoadOptions {
+        time_scale: args.time_scale,
+        reinjection: !args.no_reinjection,
+    };
+    let runs = runs::run(&page, scenario, &schedulers, args.seed, args.runs, options)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    if let Some(path) = &args.loads {
+        std::fs::write(path, runs::loads_csv(&runs))
+            .map_err(|e| Failure::Experiment(format!("--loads {}: {e}", path.display())))?;
+    }
     if args.json {
         println!("{}", runs::to_json(&runs));
         return Ok(());

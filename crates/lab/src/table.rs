@@ -115,6 +115,7 @@ mod tests {
         let runs = Runs {
             first_seed: 1,
             runs: 10,
+            loads: Vec::new(),
             rows: vec![
                 RunRow {
                     kind: SchedulerKind::PriorityBucket,
@@ -154,6 +155,7 @@ oracle                    50.0           +75.0%    100.0           +50.0%
         let runs = Runs {
             first_seed: 1,
             runs: 1,
+            loads: Vec::new(),
             rows: vec![RunRow {
                 kind: SchedulerKind::RoundRobin,
                 outcome: Ok(Measured {

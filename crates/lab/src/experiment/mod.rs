@@ -468,19 +468,7 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
             scenarios.push(s);
         }
     }
-    let mut schedulers: Vec<SchedulerKind> = Vec::new();
-    if args.schedulers.is_empty() {
-        schedulers.extend(SchedulerKind::ALL);
-    } else {
-        for name in &args.schedulers {
-            let k: SchedulerKind = name
-                .parse()
-                .map_err(|e| Failure::Usage(format!("--schedulers {name}: {e}")))?;
-            if !schedulers.contains(&k) {
-                schedulers.push(k);
-            }
-        }
-    }
+    let schedulers = parse_schedulers(&args.schedulers)?;
     if scenarios.is_empty() || schedulers.is_empty() {
         return Err(Failure::Usage(
             "no scenarios or no schedulers selected".to_owned(),
@@ -751,6 +739,23 @@ fn run_job(programs: &Programs, root: &Path, plan: &Plan, job: &Job<'_>) -> Reco
         (Client::Chromium, None) => record.error = Some("no built site to check".to_owned()),
     }
     record
+}
+
+/// The schedulers `--schedulers` names, each once, in the order given; all of them for none.
+pub(crate) fn parse_schedulers(names: &[String]) -> Result<Vec<SchedulerKind>, Failure> {
+    if names.is_empty() {
+        return Ok(SchedulerKind::ALL.to_vec());
+    }
+    let mut schedulers: Vec<SchedulerKind> = Vec::new();
+    for name in names {
+        let k: SchedulerKind = name
+            .parse()
+            .map_err(|e| Failure::Usage(format!("--schedulers {name}: {e}")))?;
+        if !schedulers.contains(&k) {
+            schedulers.push(k);
+        }
+    }
+    Ok(schedulers)
 }
 
 /// Runs the command.
