@@ -1719,13 +1719,8 @@ impl Connection {
             .filter_map(|(id, s)| Some((*id, s.send.as_ref()?)))
             .filter(|(_, send)| ending(send))
             .filter_map(|(id, send)| {
-                let (mut bytes, mut last) = (0, None);
-                for (start, flight) in &send.in_flight {
-                    if let Some(late) = late(flight) {
-                        bytes += flight.end.saturating_sub((*start).max(send.acked));
-                        last = last.max(Some(late));
-                    }
-                }
+                let bytes = send.unacked_where(|flight| late(flight).is_some());
+                let last = send.in_flight.values().filter_map(&late).max();
                 let serialized = Duration::try_from_secs_f64(here.bandwidth.seconds_for(bytes))
                     .unwrap_or(Duration::MAX);
                 // Worth a copy only if it saves more than a round trip here.

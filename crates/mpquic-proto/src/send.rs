@@ -175,7 +175,7 @@ impl SendState {
     }
 
     /// The bytes in flight, not yet acknowledged, of the flights `chosen` picks.
-    fn unacked_where(&self, chosen: impl Fn(&Flight) -> bool) -> u64 {
+    pub(crate) fn unacked_where(&self, chosen: impl Fn(&Flight) -> bool) -> u64 {
         self.in_flight
             .iter()
             .filter(|(_, flight)| chosen(flight))
