@@ -146,6 +146,7 @@ impl Telemetry {
             // What the path has taken on: in flight, or waiting in quinn to leave. Counting the
             // waiting bytes keeps the scheduler from committing more than a window to a path.
             bytes_in_flight: state.in_flight_now().saturating_add(state.queued),
+            slow_start: state.slow_start,
         }
     }
 
@@ -623,6 +624,17 @@ mod tests {
         telemetry.data_written(now, 500);
         controller.on_end_acks(now, 0, true, None);
         assert_eq!(room(), 12_000);
+    }
+
+    #[test]
+    fn the_scheduler_sees_slow_start_while_the_window_is_below_the_threshold() {
+        let now = Instant::now();
+        for (ssthresh, slow_start) in [(u64::MAX, true), (12_000, false)] {
+            let (telemetry, _, mut controller) = wrapped(ssthresh);
+            controller.on_end_acks(now, 0, false, None);
+            let snapshot = telemetry.snapshot(PathId(0), PathStatus::Available);
+            assert_eq!(snapshot.slow_start, slow_start, "ssthresh {ssthresh}");
+        }
     }
 
     #[test]

@@ -318,6 +318,9 @@ pub struct PathSnapshot {
     pub cwnd: u64,
     /// Bytes sent and not yet acknowledged or declared lost.
     pub bytes_in_flight: u64,
+    /// Whether the congestion controller is in its initial slow start (BBR's Startup): the
+    /// window about doubles every round trip.
+    pub slow_start: bool,
 }
 
 impl PathSnapshot {
@@ -334,6 +337,7 @@ impl PathSnapshot {
             bandwidth,
             cwnd,
             bytes_in_flight: 0,
+            slow_start: false,
         }
     }
 

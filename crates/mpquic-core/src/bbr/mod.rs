@@ -21,6 +21,11 @@
 //! the pacing rate keeps in flight, the sending rate follows the pacing rate through the ack
 //! clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
 //!
+//! quinn's metrics carry no controller state either: the controller reports Startup as an
+//! unbounded slow start threshold, which is what quinn's own controllers report until their
+//! first loss, so that the telemetry can tell the scheduler the window still doubles every
+//! round trip (`PathSnapshot::slow_start`).
+//!
 //! # The loss response, changed
 //! With [`BbrConfig::draft_loss_response`] off (the default), a round counts as congested
 //! only when its loss rate exceeds the threshold (2%) *plus the path's background loss rate*,
@@ -214,6 +219,8 @@ impl Controller for Bbr {
         metrics.congestion_window = self.model.window();
         // Bits per second, as quinn's qlog expects.
         metrics.pacing_rate = Some((self.model.pacing_rate() * 8.0) as u64);
+        // The telemetry reads slow start from it (`PathSnapshot::slow_start`).
+        metrics.ssthresh = self.model.slow_start_threshold();
         metrics
     }
 

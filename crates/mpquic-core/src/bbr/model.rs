@@ -301,6 +301,13 @@ impl BbrModel {
         self.quantization_budget(paced).min(self.cwnd)
     }
 
+    /// The slow start threshold to report in quinn's metrics, which have no controller
+    /// state: unbounded in Startup, as quinn's own controllers report it until their first
+    /// loss (the window still doubles every round trip), none after.
+    pub(crate) fn slow_start_threshold(&self) -> Option<u64> {
+        (self.state == BbrState::Startup).then_some(u64::MAX)
+    }
+
     pub(crate) fn on_mtu_update(&mut self, mss: u64) {
         self.mss = mss.max(1);
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd());

@@ -307,6 +307,7 @@ fn startup_doubles_the_window_each_round() {
         windows.push(sim.model.cwnd());
     }
     assert_eq!(sim.model.state(), BbrState::Startup);
+    assert_eq!(sim.model.slow_start_threshold(), Some(u64::MAX));
     for pair in windows.windows(2) {
         let growth = pair[1] as f64 / pair[0] as f64;
         assert!((1.6..=2.4).contains(&growth), "{windows:?}");
@@ -323,6 +324,11 @@ fn startup_exits_on_the_bandwidth_plateau_and_drains_to_the_bdp() {
     let drain = sim.first_time_in(BbrState::Drain).expect("Startup ended");
     assert!(drain < Duration::from_millis(800), "{:?}", sim.states);
     assert_eq!(sim.lost, 0, "the plateau, not a loss, ended Startup");
+    assert_eq!(
+        sim.model.slow_start_threshold(),
+        None,
+        "reported out of slow start"
+    );
     let down = sim
         .states
         .iter()

@@ -138,10 +138,14 @@ impl PriorityBucketConfig {
     /// estimate alone, as in the paper (`false`).
     ///
     /// # Default
-    /// `true`: a path in slow start delivers one window per round trip, far below its
+    /// `true`: a path with a small window delivers one window per round trip, far below its
     /// bottleneck rate, so the paper's b_i would pile a stream onto a long-RTT path that
     /// cannot carry it yet. Capped, the path gets what it can carry now, and as the window
-    /// grows the drift rule re-allocates the unsent rest towards it.
+    /// grows the drift rule re-allocates the unsent rest towards it. In slow start the cap is
+    /// two windows per round trip, since the window doubles while the stream is under way:
+    /// one window held a long-RTT path to a share it carries in half the time (pb-high's
+    /// bing-2013: PLT 5.4% behind lrf's with one window, level with two,
+    /// docs/results/2026-11-28-slow-start-share/).
     pub fn window_limited_rate(&mut self, enabled: bool) -> &mut Self {
         self.window_limited_rate = enabled;
         self
@@ -188,11 +192,13 @@ impl Default for PriorityBucketConfig {
 ///   bytes not covered by its limits, up to [`PriorityBucketConfig::unknown_size_window`]
 ///   (default 128 KiB) of them are allocated as if they were a stream of that size. Once the
 ///   stream finishes, its size is known and the whole rest is allocated at once.
-/// - **Window-limited b_i.** A path in slow start delivers one congestion window per round
-///   trip, far below the bottleneck rate its estimate (or prior) gives; b_i is therefore
-///   min(bandwidth, cwnd / SRTT) by default ([`PriorityBucketConfig::window_limited_rate`]),
-///   and the drift rule moves the unsent rest as the window grows. Set it to `false` for the
-///   paper's b_i.
+/// - **Window-limited b_i.** A path whose window is small delivers one congestion window per
+///   round trip, which may be far below the bottleneck rate its estimate (or prior) gives; b_i
+///   is therefore min(bandwidth, cwnd / SRTT) by default
+///   ([`PriorityBucketConfig::window_limited_rate`]), two windows per round trip while the
+///   path is in slow start ([`PathSnapshot::slow_start`]: the window doubles over the next
+///   round trip), and the drift rule moves the unsent rest as the window grows. Set it to
+///   `false` for the paper's b_i.
 /// - A stream with quota on a path but nothing written yet does not block lower buckets: the
 ///   path moves on to the next stream that has data, so an idle application never idles a path.
 /// - **No starvation of small streams.** A stream's bucket is its
@@ -382,12 +388,15 @@ impl PriorityBucket {
     }
 
     /// b_i: the rate the path can deliver now, its bandwidth estimate capped, when so
-    /// configured, by what its congestion window lets through per round trip.
+    /// configured, by what its congestion window lets through per round trip (two windows in
+    /// slow start).
     fn rate(&self, path: &PathSnapshot) -> Bandwidth {
         if !self.config.window_limited_rate || path.srtt.is_zero() {
             return path.bandwidth;
         }
-        let window_rate = path.cwnd as f64 / path.srtt.as_secs_f64();
+        // In slow start the window doubles over the next round trip.
+        let growth = if path.slow_start { 2.0 } else { 1.0 };
+        let window_rate = growth * path.cwnd as f64 / path.srtt.as_secs_f64();
         match Bandwidth::from_bytes_per_sec(window_rate) {
             Ok(window) if window < path.bandwidth => window,
             _ => path.bandwidth,

@@ -374,12 +374,13 @@ fn a_fresh_split_of_a_small_stream_is_not_taken_apart_by_the_first_path_asked() 
     assert_eq!(pb.quota(id, PathId(1)), theirs);
 }
 
-/// A long-RTT path still in slow start carries one window per round trip, not its bottleneck
-/// rate: capped by cwnd / SRTT it gets a smaller share than the paper's b_i would give it.
+/// A long-RTT path with a small window carries one window per round trip, not its bottleneck
+/// rate: capped by cwnd / SRTT it gets a smaller share than the paper's b_i would give it, and
+/// in slow start, where the window doubles while the stream is under way, twice that rate.
 #[test]
-fn a_path_in_slow_start_gets_what_its_window_carries() {
+fn a_path_with_a_small_window_gets_what_its_window_carries() {
     let now = Instant::now();
-    let share_of_slow_path = |window_limited: bool| {
+    let share_of_slow_path = |window_limited: bool, slow_start: bool| {
         let mut config = PriorityBucketConfig::default();
         config.window_limited_rate(window_limited);
         let mut pb = PriorityBucket::new(config);
@@ -390,12 +391,15 @@ fn a_path_in_slow_start_gets_what_its_window_carries() {
             100_000,
         );
         // 40 Mbit/s at 50 ms RTT, but an initial window of 12 kB: 240 kB/s for now.
-        let slow = PathSnapshot::new(
-            PathId(1),
-            Duration::from_millis(50),
-            Bandwidth::from_bits_per_sec(40e6).unwrap(),
-            12_000,
-        );
+        let slow = PathSnapshot {
+            slow_start,
+            ..PathSnapshot::new(
+                PathId(1),
+                Duration::from_millis(50),
+                Bandwidth::from_bits_per_sec(40e6).unwrap(),
+                12_000,
+            )
+        };
         pb.on_path_added(now, &fast).unwrap();
         pb.on_path_added(now, &slow).unwrap();
         let id = StreamId(0);
@@ -404,10 +408,13 @@ fn a_path_in_slow_start_gets_what_its_window_carries() {
         pb.quota(id, PathId(1))
     };
     // Paper: 25,000 bytes fill the gap on the fast path, the rest splits 1.25 : 5.
-    assert_eq!(share_of_slow_path(false), 220_000);
+    assert_eq!(share_of_slow_path(false, false), 220_000);
+    assert_eq!(share_of_slow_path(false, true), 220_000);
     // Capped: r_2 = 25 ms, b_2 = 12 kB / 50 ms = 240 kB/s, so past the gap the slow path
     // gets 275,000 x 0.24 / 1.49.
-    assert_eq!(share_of_slow_path(true), 44_295);
+    assert_eq!(share_of_slow_path(true, false), 44_295);
+    // In slow start, b_2 = 480 kB/s: 275,000 x 0.48 / 1.73.
+    assert_eq!(share_of_slow_path(true, true), 76_300);
 }
 
 /// One path of 1 MB/s and `streams` (urgency, size) opened and queued in order at `now`.
