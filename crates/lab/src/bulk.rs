@@ -213,6 +213,7 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
                             "longest_gap_ms": hashed.longest_gap.map(|(gap, _)| gap.as_secs_f64() * 1e3),
                             "longest_gap_from_ms": hashed.longest_gap.map(|(_, from)| since_start(from)),
                             "path_activity_ms": activity.json(),
+                            "path_joined_ms": activity.joined_json(),
                             "arrivals": hashed.arrivals.json(),
                             "duplicate_bytes": conn.reinjection_stats().duplicate_received,
                             "first_copy_lead_ms": conn.reinjection_stats().first_copy_lead.as_secs_f64() * 1e3,
@@ -233,17 +234,20 @@ async fn serve(server: Endpoint, sessions: u64, report: bool) {
 const PATH_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// When each path received stream bytes: intervals of consecutive samples in which its count
-/// grew (a silence of more than 50 ms ends one), in ms since the session began.
+/// grew (a silence of more than 50 ms ends one), and the first sample that listed it (when it
+/// joined), in ms since the session began.
 #[derive(Default)]
 struct PathActivity {
     last_bytes: BTreeMap<u32, u64>,
     intervals: BTreeMap<u32, Vec<(f64, f64)>>,
+    joined: BTreeMap<u32, f64>,
 }
 
 impl PathActivity {
     fn sample(&mut self, conn: &mpquic_core::Connection, start: Instant) {
         let at = start.elapsed().as_secs_f64() * 1e3;
         for path in conn.paths() {
+            self.joined.entry(path.id.0).or_insert(at);
             let last = self.last_bytes.insert(path.id.0, path.bytes_received);
             if path.bytes_received <= last.unwrap_or(0) {
                 continue;
@@ -260,6 +264,14 @@ impl PathActivity {
         self.intervals
             .iter()
             .map(|(id, intervals)| (id.to_string(), json!(intervals)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    fn joined_json(&self) -> serde_json::Value {
+        self.joined
+            .iter()
+            .map(|(id, at)| (id.to_string(), json!(at)))
             .collect::<serde_json::Map<_, _>>()
             .into()
     }
@@ -315,12 +327,31 @@ async fn client(
             "scheduler": args.scheduler,
             "per_path_bytes": per_path,
             "rtt": second_half_rtts(&samples, sent.elapsed),
+            "path_starts_ms": path_starts(&samples),
             "sha256_match": sent.matched,
         })
     );
     conn.close(0u32.into(), b"done");
     endpoint.close(0u32.into(), b"");
     Ok(sent.matched)
+}
+
+/// Per path, in ms since the transfer began: the first sample that listed it and the first in
+/// which it had sent stream bytes (how long a path that joined late waited for its first grant).
+fn path_starts(samples: &[(Duration, PathStats)]) -> serde_json::Value {
+    let mut starts: BTreeMap<u32, (f64, Option<f64>)> = BTreeMap::new();
+    for (at, stats) in samples {
+        let at = at.as_secs_f64() * 1000.0;
+        let (_, sent) = starts.entry(stats.id.0).or_insert((at, None));
+        if stats.bytes_sent > 0 {
+            sent.get_or_insert(at);
+        }
+    }
+    starts
+        .into_iter()
+        .map(|(path, (listed, sent))| (path.to_string(), json!({"listed": listed, "sent": sent})))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// How often the client samples each path's RTT during the transfer.

@@ -201,11 +201,13 @@ fn one_run(
     let down_ms = start_at + args.down * 1e3 - session_start;
     let up_ms = start_at + args.up * 1e3 - session_start;
     let back_after = back_after_ms(&line["path_activity_ms"], down_ms, up_ms);
+    let joined_after = joined_after_ms(&line["path_joined_ms"], up_ms);
     line["dies"] = json!(dies);
     line["run"] = json!(run);
     line["down_ms"] = json!(down_ms);
     line["up_ms"] = json!(up_ms);
     line["back_after_ms"] = json!(back_after);
+    line["joined_after_ms"] = json!(joined_after);
     line["queue_drops"] = json!(queue_drops);
     line["intact"] = client_line["sha256_match"].clone();
     line["client"] = client_line;
@@ -236,6 +238,18 @@ fn back_after_ms(activity: &Value, down_ms: f64, up_ms: f64) -> Option<f64> {
         .min_by(f64::total_cmp)
 }
 
+/// How long after `up_ms` the server first listed a path that joined after it: the path that
+/// came back (a new one, opened again by the client); `None` if none joined.
+fn joined_after_ms(joined: &Value, up_ms: f64) -> Option<f64> {
+    joined
+        .as_object()?
+        .values()
+        .filter_map(Value::as_f64)
+        .filter(|at| *at >= up_ms)
+        .map(|at| at - up_ms)
+        .min_by(f64::total_cmp)
+}
+
 fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -248,15 +262,16 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
         "Re-injection {}. Times from the server's session start; the outage on that clock from \
          both ends' wall clocks. Longest gap: the longest time the receiving application got \
          no byte. Back after: from the path's return until a path silent during the outage \
-         carried stream bytes again (sampled every 10 ms). Queue drops: datagrams the emulated \
+         carried stream bytes again; joined after: until the server listed the path opened \
+         again (both sampled every 10 ms). Queue drops: datagrams the emulated \
          drop-tail queues dropped, both directions, by path.\n",
         if args.no_reinjection { "off" } else { "on" }
     );
     let _ = writeln!(
         out,
-        "| dying path | run | intact | longest gap ms | gap from ms | outage ms | back after ms | bytes received twice | queue drops per path |"
+        "| dying path | run | intact | longest gap ms | gap from ms | outage ms | joined after ms | back after ms | bytes received twice | queue drops per path |"
     );
-    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|---|");
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|---:|---|");
     for l in lines {
         let num = |key: &str| {
             l[key]
@@ -266,14 +281,14 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
         if let Some(e) = l.get("error") {
             let _ = writeln!(
                 out,
-                "| {} | {} | failed: {e} | | | | | | |",
+                "| {} | {} | failed: {e} | | | | | | | |",
                 l["dies"], l["run"]
             );
             continue;
         }
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {} | {}-{} | {} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {} | {}-{} | {} | {} | {} | {} |",
             l["dies"],
             l["run"],
             l["intact"],
@@ -281,6 +296,7 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
             num("longest_gap_from_ms"),
             num("down_ms"),
             num("up_ms"),
+            num("joined_after_ms"),
             num("back_after_ms"),
             l["duplicate_bytes"],
             l["queue_drops"],
@@ -312,4 +328,27 @@ fn report(args: &FailoverArgs, scenario: &Scenario, lines: &[Value]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The path that came back is the one whose bytes start after the outage, on a path id
+    /// silent during it; the join is the first path listed after the return.
+    #[test]
+    fn the_returning_path_is_found_by_its_join_and_its_first_bytes() {
+        let (down, up) = (2000.0, 5000.0);
+        let activity = json!({
+            "0": [[10.0, 1990.0], [5300.0, 6000.0]],
+            "1": [[10.0, 7000.0]],
+            "2": [[5150.0, 7000.0]],
+        });
+        // Path 0 came back too, but path 2 carried bytes sooner.
+        assert_eq!(back_after_ms(&activity, down, up), Some(150.0));
+        let joined = json!({ "0": 0.0, "1": 0.0, "2": 5040.0 });
+        assert_eq!(joined_after_ms(&joined, up), Some(40.0));
+        // Nothing joined after the return.
+        assert_eq!(joined_after_ms(&json!({ "0": 0.0 }), up), None);
+    }
 }
