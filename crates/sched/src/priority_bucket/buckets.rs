@@ -22,6 +22,9 @@ pub(crate) struct BucketKey {
 pub(crate) struct PathBuckets {
     /// Ordered so that the first entry is the most urgent, earliest stream.
     quotas: BTreeMap<BucketKey, u64>,
+    /// Each stream's limit here as allocated, while some of it is left: less its quota, what
+    /// the path sent of it since.
+    planned: BTreeMap<BucketKey, u64>,
     /// Sum of quotas per urgency, so h_i + e_i costs eight additions.
     bytes_by_urgency: [u64; Urgency::LEVELS],
 }
@@ -34,6 +37,8 @@ impl PathBuckets {
         }
         let quota = self.quotas.entry(key).or_insert(0);
         *quota = quota.saturating_add(bytes);
+        let planned = self.planned.entry(key).or_insert(0);
+        *planned = planned.saturating_add(bytes);
         let total = &mut self.bytes_by_urgency[usize::from(key.urgency.get())];
         *total = total.saturating_add(bytes);
     }
@@ -47,6 +52,7 @@ impl PathBuckets {
         *quota -= bytes;
         if *quota == 0 {
             self.quotas.remove(&key);
+            self.planned.remove(&key);
         }
         let total = &mut self.bytes_by_urgency[usize::from(key.urgency.get())];
         *total = total.saturating_sub(bytes);
@@ -55,6 +61,7 @@ impl PathBuckets {
     /// Drops a stream from this path, returning its unsent limit.
     pub fn remove(&mut self, key: BucketKey) -> u64 {
         let bytes = self.quotas.remove(&key).unwrap_or(0);
+        self.planned.remove(&key);
         let total = &mut self.bytes_by_urgency[usize::from(key.urgency.get())];
         *total = total.saturating_sub(bytes);
         bytes
@@ -63,6 +70,14 @@ impl PathBuckets {
     /// A stream's remaining limit here.
     pub fn quota(&self, key: BucketKey) -> u64 {
         self.quotas.get(&key).copied().unwrap_or(0)
+    }
+
+    /// A stream's limit here as allocated and its remaining limit; (0, 0) once it is used up.
+    pub fn plan(&self, key: BucketKey) -> (u64, u64) {
+        (
+            self.planned.get(&key).copied().unwrap_or(0),
+            self.quota(key),
+        )
     }
 
     /// h_i + e_i: bytes of streams at least as urgent as `urgency` still to send here.
@@ -81,6 +96,7 @@ impl PathBuckets {
     /// Forgets every limit (before a re-allocation).
     pub fn clear(&mut self) {
         self.quotas.clear();
+        self.planned.clear();
         self.bytes_by_urgency = [0; Urgency::LEVELS];
     }
 }

@@ -201,6 +201,9 @@ impl Default for PriorityBucketConfig {
 ///   `false` for the paper's b_i.
 /// - A stream with quota on a path but nothing written yet does not block lower buckets: the
 ///   path moves on to the next stream that has data, so an idle application never idles a path.
+/// - **Writes shared as planned.** A size-hinted stream that the application writes slower than
+///   the paths carry has each write shared in the plan's proportions: a path takes its part of
+///   what was written, not whatever the path asked first left of it.
 /// - **No starvation of small streams.** A stream's bucket is its
 ///   [`effective_urgency`](crate::StreamMeta::effective_urgency): a stream that leads to more
 ///   urgent ones waits in their bucket. And a small stream that has waited
@@ -408,7 +411,10 @@ impl PriorityBucket {
     fn next_on(&self, path: PathId, now: Instant, most: Urgency) -> Option<(BucketKey, u64)> {
         let streams = &self.streams;
         let mut ready = self.path_buckets(path)?.iter().filter(|(key, _)| {
-            key.urgency <= most && streams.get(key.stream).is_some_and(|s| s.queued > 0)
+            key.urgency <= most
+                && streams
+                    .get(key.stream)
+                    .is_some_and(|s| self.allowance(*key, path, s.queued) > 0)
         });
         if self.config.small_stream == 0 {
             return ready.next();
@@ -427,7 +433,7 @@ impl PriorityBucket {
             None => return None,
         };
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
-        let mut bytes = room.min(quota).min(queued);
+        let mut bytes = room.min(quota).min(self.allowance(key, path, queued));
         if self.queue_limited(path, key.urgency, now) {
             bytes = bytes.min(self.queue_room(path));
             if bytes == 0 {
@@ -458,6 +464,42 @@ impl PriorityBucket {
             stream: key.stream,
             bytes,
         })
+    }
+
+    /// What of a stream's `queued` bytes `path` may take now. A stream whose bytes the
+    /// application has not all written yet has each write shared in the plan's proportions:
+    /// a path takes its allocated part of what was written since the plan, less what it has
+    /// sent of it. Otherwise an application that writes slower than the paths carry (a 20
+    /// Mbit/s stream over 50 Mbit/s) has each write taken whole by the path asked first, and
+    /// the plan's other paths wait with their quota: a path that came back after a failure
+    /// sent nothing for 760 ms (`a_failed_path_that_comes_back_carries_data_again_within_half_a_second`).
+    /// Once everything allocated is written, a path takes up to its quota, as before.
+    fn allowance(&self, key: BucketKey, path: PathId, queued: u64) -> u64 {
+        let (mut sent, mut planned) = (0u64, 0u64);
+        let mut here = (0, 0);
+        for lane in &self.lanes {
+            if !self.paths.is_usable(lane.path) {
+                continue;
+            }
+            let (lane_planned, quota) = lane.buckets.plan(key);
+            sent = sent.saturating_add(lane_planned.saturating_sub(quota));
+            planned = planned.saturating_add(lane_planned);
+            if lane.path == path {
+                here = (lane_planned, quota);
+            }
+        }
+        let (here_planned, quota) = here;
+        let written = sent.saturating_add(queued);
+        if written >= planned {
+            return quota.min(queued);
+        }
+        // `planned > written >= 0`, so the divisor is not 0 and the part is below `here_planned`.
+        let part = u128::from(written) * u128::from(here_planned) / u128::from(planned);
+        u64::try_from(part)
+            .unwrap_or(u64::MAX)
+            .saturating_sub(here_planned.saturating_sub(quota))
+            .min(quota)
+            .min(queued)
     }
 
     /// A path with half its window or more free has no quota of any stream with data (of

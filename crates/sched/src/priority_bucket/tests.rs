@@ -595,3 +595,40 @@ fn the_queue_limit_holds_only_while_more_urgent_streams_are_under_way() {
         assert_eq!(bulk + limited, 100_000, "{urgent_closed:?}");
     }
 }
+
+/// An application that writes a size-hinted stream slower than the paths carry it: each write
+/// is shared in the plan's proportions, whichever path is asked first, so that path does not
+/// take it whole while the other waits with its quota. Once everything is written, each path
+/// sends up to its quota.
+#[test]
+fn a_write_of_an_application_limited_stream_is_shared_in_the_plans_proportions() {
+    let now = Instant::now();
+    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
+    for index in 0..2 {
+        let path = PathSnapshot {
+            cwnd: 1_000_000,
+            ..snapshot(index, 1e6, PathStatus::Available)
+        };
+        pb.on_path_added(now, &path).unwrap();
+    }
+    let id = StreamId(0);
+    pb.on_stream_opened(now, &StreamMeta::new(id).with_size(1_000_000))
+        .unwrap();
+    let (first, second) = (pb.quota(id, PathId(0)), pb.quota(id, PathId(1)));
+    assert_eq!((first, second), (510_000, 490_000));
+    let poll = |pb: &mut PriorityBucket, path: u32| {
+        pb.poll_send(now, PathId(path), 1_000_000).map(|g| g.bytes)
+    };
+    // 100 kB written, then 100 kB more, each path asked first once: each takes its part.
+    pb.on_data_queued(now, id, 100_000).unwrap();
+    assert_eq!(poll(&mut pb, 1), Some(49_000));
+    assert_eq!(poll(&mut pb, 0), Some(51_000));
+    pb.on_data_queued(now, id, 100_000).unwrap();
+    assert_eq!(poll(&mut pb, 0), Some(51_000));
+    assert_eq!(poll(&mut pb, 1), Some(49_000));
+    assert_eq!(poll(&mut pb, 1), None, "nothing left of the writes");
+    // The rest of the stream written at once: each path sends up to its quota.
+    pb.on_data_queued(now, id, 800_000).unwrap();
+    assert_eq!(poll(&mut pb, 1), Some(392_000));
+    assert_eq!(poll(&mut pb, 0), Some(408_000));
+}
