@@ -406,16 +406,20 @@ impl PriorityBucket {
         }
     }
 
-    /// The stream a path sends next: the first in bucket order with quota there and data,
-    /// small streams that waited counted in the bucket they have risen to.
+    /// The stream a path sends next and what it may take of it ([`Self::allowance`]): the
+    /// first in bucket order with some allowed there, small streams that waited counted in the
+    /// bucket they have risen to.
     fn next_on(&self, path: PathId, now: Instant, most: Urgency) -> Option<(BucketKey, u64)> {
         let streams = &self.streams;
-        let mut ready = self.path_buckets(path)?.iter().filter(|(key, _)| {
-            key.urgency <= most
-                && streams
-                    .get(key.stream)
-                    .is_some_and(|s| self.allowance(*key, path, s.queued) > 0)
-        });
+        let mut ready = self
+            .path_buckets(path)?
+            .iter()
+            .filter(|(key, _)| key.urgency <= most)
+            .filter_map(|(key, _)| {
+                let queued = streams.get(key.stream)?.queued;
+                let allowed = self.allowance(key, path, queued);
+                (allowed > 0).then_some((key, allowed))
+            });
         if self.config.small_stream == 0 {
             return ready.next();
         }
@@ -427,13 +431,13 @@ impl PriorityBucket {
         if room == 0 || !self.paths.is_usable(path) {
             return None;
         }
-        let (key, quota) = match self.next_on(path, now, most) {
+        let (key, allowed) = match self.next_on(path, now, most) {
             Some(next) => next,
             None if self.replan_for_dry(path, room, most) => self.next_on(path, now, most)?,
             None => return None,
         };
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
-        let mut bytes = room.min(quota).min(self.allowance(key, path, queued));
+        let mut bytes = room.min(allowed);
         if self.queue_limited(path, key.urgency, now) {
             bytes = bytes.min(self.queue_room(path));
             if bytes == 0 {
