@@ -261,20 +261,23 @@ impl PathActivity {
     }
 
     fn json(&self) -> serde_json::Value {
-        self.intervals
-            .iter()
-            .map(|(id, intervals)| (id.to_string(), json!(intervals)))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
+        by_path(&self.intervals)
     }
 
     fn joined_json(&self) -> serde_json::Value {
-        self.joined
-            .iter()
-            .map(|(id, at)| (id.to_string(), json!(at)))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
+        by_path(&self.joined)
     }
+}
+
+/// A JSON object with a member per path, keyed by the path's id.
+fn by_path<K: ToString, V: serde::Serialize>(
+    entries: impl IntoIterator<Item = (K, V)>,
+) -> serde_json::Value {
+    entries
+        .into_iter()
+        .map(|(path, value)| (path.to_string(), json!(value)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -312,11 +315,7 @@ async fn client(
             ),
         }
     };
-    let per_path: serde_json::Map<_, _> = sent
-        .per_path
-        .iter()
-        .map(|(path, bytes)| (path.to_string(), json!(bytes)))
-        .collect();
+    let per_path = by_path(&sent.per_path);
     println!(
         "{}",
         json!({
@@ -347,11 +346,11 @@ fn path_starts(samples: &[(Duration, PathStats)]) -> serde_json::Value {
             sent.get_or_insert(at);
         }
     }
-    starts
-        .into_iter()
-        .map(|(path, (listed, sent))| (path.to_string(), json!({"listed": listed, "sent": sent})))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+    by_path(
+        starts
+            .into_iter()
+            .map(|(path, (listed, sent))| (path, json!({"listed": listed, "sent": sent}))),
+    )
 }
 
 /// How often the client samples each path's RTT during the transfer.
