@@ -51,8 +51,8 @@ use mpquic_browser::{
     Site,
 };
 use mpquic_replay::{
-    har, load_direct, load_page, load_remote, netns, Mode, PageServer, RepeatedReport, RunConfig,
-    Transport,
+    har, load_direct, load_page, load_remote, netns, Mode, PageServer, RepeatedReport,
+    RequestOrder, RunConfig, Transport,
 };
 use rustls::pki_types::CertificateDer;
 
@@ -103,6 +103,10 @@ pub struct Args {
     /// Factor on recorded start times (1: as recorded; 0: all when the document arrives).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// Request every object at once, the document first, instead of each when what leads to
+    /// it has arrived: the load tquic's page row makes.
+    #[arg(long)]
+    all_at_once: bool,
     /// Seconds one load may take.
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
@@ -169,6 +173,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
     };
     let indices = config.path_indices()?;
     config.load.time_scale = args.time_scale;
+    if args.all_at_once {
+        if args.browser {
+            return Err(
+                "--all-at-once with --browser: the browser requests what its parser finds".into(),
+            );
+        }
+        config.load.request_order = RequestOrder::AllAtOnce;
+    }
     config.load.timeout = Duration::try_from_secs_f64(args.timeout)
         .map_err(|e| format!("--timeout {}: {e}", args.timeout))?;
     if args.reps == 0 {
@@ -249,6 +261,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
             "--timeout".to_owned(),
             args.timeout.to_string(),
         ]);
+        if args.all_at_once {
+            client.push("--all-at-once".to_owned());
+        }
         // Blocking: the testbed and the child processes are driven from this thread.
         if args.browser {
             let loads = tokio::task::block_in_place(|| {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mpquic_replay::sim::load_simulated;
-use mpquic_replay::RunConfig;
+use mpquic_replay::{RequestOrder, RunConfig};
 use mpquic_scenario::Scenario;
 use mpquic_sched::sim::{oracle, OracleBound, SimConfig, SimError};
 use mpquic_sched::SchedulerKind;
@@ -117,6 +117,8 @@ pub struct LoadOptions {
     /// Recorded gaps between requests scaled by this (0: each request when its initiator
     /// arrived).
     pub time_scale: f64,
+    /// When the objects are requested.
+    pub request_order: RequestOrder,
     /// Both ends re-inject (mpquic's default); without, as mp-quic's schedulers ran.
     pub reinjection: bool,
 }
@@ -137,7 +139,7 @@ pub fn run(
 ) -> Result<Runs, SimError> {
     let oracle = oracle(
         &SimConfig::from_scenario(scenario),
-        &page.sim_page(options.time_scale),
+        &page.sim_page(options.time_scale, options.request_order),
     )?;
     let mut samples: Vec<Samples> = kinds.iter().map(|_| Samples::default()).collect();
     let mut loads = Vec::new();
@@ -146,6 +148,7 @@ pub fn run(
         for (kind, sample) in kinds.iter().zip(&mut samples) {
             let load = RunConfig::new(kind.name(), scenario.name).and_then(|mut run| {
                 run.load.time_scale = options.time_scale;
+                run.load.request_order = options.request_order;
                 run.reinjection = options.reinjection;
                 load_simulated(&page.page, &run, seed)
             });
@@ -249,6 +252,7 @@ mod tests {
 
     const WITH_REINJECTION: LoadOptions = LoadOptions {
         time_scale: 0.0,
+        request_order: RequestOrder::Discovered,
         reinjection: true,
     };
 

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use mpquic_replay::RequestOrder;
 use mpquic_scenario::Scenario;
 
 use crate::experiment::{pages, parse_schedulers};
@@ -39,6 +40,9 @@ pub struct SimArgs {
     /// the document) has arrived; 1 keeps the recorded gaps.
     #[arg(long, default_value_t = 0.0)]
     time_scale: f64,
+    /// Request every object at once, the document first, as the experiment's --all-at-once.
+    #[arg(long)]
+    all_at_once: bool,
     /// Schedulers, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     schedulers: Vec<String>,
@@ -82,6 +86,11 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
     let schedulers = parse_schedulers(&args.schedulers)?;
     let options = LoadOptions {
         time_scale: args.time_scale,
+        request_order: if args.all_at_once {
+            RequestOrder::AllAtOnce
+        } else {
+            RequestOrder::Discovered
+        },
         reinjection: !args.no_reinjection,
     };
     let runs = runs::run(&page, scenario, &schedulers, args.seed, args.runs, options)
@@ -102,6 +111,9 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
         runs.first_seed,
         runs.last_seed()
     );
+    if args.all_at_once {
+        println!("requests  every object at once, the document first (--all-at-once)");
+    }
     println!();
     print!("{}", table::render(&runs));
     println!();

@@ -97,6 +97,11 @@ pub struct LoadOptions {
     /// # Default
     /// 1.
     pub time_scale: f64,
+    /// Whether objects are requested as they are discovered or all at once.
+    ///
+    /// # Default
+    /// [`RequestOrder::Discovered`].
+    pub request_order: RequestOrder,
 }
 
 impl Default for LoadOptions {
@@ -104,7 +109,29 @@ impl Default for LoadOptions {
         Self {
             timeout: Duration::from_secs(60),
             time_scale: 1.0,
+            request_order: RequestOrder::Discovered,
         }
+    }
+}
+
+/// When the client requests a page's objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestOrder {
+    /// As a browser does: the document first, every other object when what leads to it has
+    /// arrived ([`Discovery`]).
+    #[default]
+    Discovered,
+    /// Every object at the start, the document first, none waiting for another: the load of
+    /// a client that knows the page's objects in advance, as `tquic_client` is given them.
+    /// It measures the transport without the page's round trips of discovery.
+    AllAtOnce,
+}
+
+impl RequestOrder {
+    /// Whether this is the browser's order (the default, left out of records).
+    pub fn is_discovered(&self) -> bool {
+        *self == Self::Discovered
     }
 }
 
@@ -114,9 +141,12 @@ const LATEST: Duration = Duration::from_secs(86_400);
 
 /// When a browser requests each object of a page: object 0 first; an object discovered by
 /// another ([`Discovery::After`]) when that one completes; the others at their recorded offset
-/// (scaled) after the main document completes ([`Discovery::AfterDocument`]).
+/// (scaled) after the main document completes ([`Discovery::AfterDocument`]). Or, in
+/// [`RequestOrder::AllAtOnce`], every object at the start.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RequestPlan {
+    /// Objects requested at the start, in order.
+    pub(crate) first: Vec<usize>,
     /// Per object, the objects requested when it completes.
     pub(crate) children: Vec<Vec<usize>>,
     /// Objects requested after the main document, by offset.
@@ -127,13 +157,22 @@ pub(crate) struct RequestPlan {
 
 impl RequestPlan {
     /// The plan of a page with at least one object, recorded offsets times `time_scale`.
-    pub(crate) fn new(page: &Page, time_scale: f64) -> Self {
-        let scale = if time_scale.is_finite() && time_scale > 0.0 {
-            time_scale
+    pub(crate) fn new(page: &Page, options: &LoadOptions) -> Self {
+        let n = page.objects.len();
+        let main_document = page.main_document.min(n.saturating_sub(1));
+        if options.request_order == RequestOrder::AllAtOnce {
+            return Self {
+                first: (0..n).collect(),
+                children: vec![Vec::new(); n],
+                timed: Vec::new(),
+                main_document,
+            };
+        }
+        let scale = if options.time_scale.is_finite() && options.time_scale > 0.0 {
+            options.time_scale
         } else {
             0.0
         };
-        let n = page.objects.len();
         let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut timed: Vec<(Duration, usize)> = Vec::new();
         for (i, o) in page.objects.iter().enumerate() {
@@ -150,9 +189,10 @@ impl RequestPlan {
         }
         timed.sort();
         Self {
+            first: vec![0],
             children,
             timed,
-            main_document: page.main_document.min(n.saturating_sub(1)),
+            main_document,
         }
     }
 }
@@ -248,8 +288,7 @@ where
         let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
     });
     let start = Instant::now();
-    let outcome =
-        tokio::time::timeout(timeout, run(page, send_request, start, options.time_scale)).await;
+    let outcome = tokio::time::timeout(timeout, run(page, send_request, start, options)).await;
     drive.abort();
     let objects = outcome.map_err(|_| LoadError::Timeout(timeout))??;
 
@@ -261,7 +300,7 @@ async fn run<O>(
     page: &Page,
     send_request: SendRequest<O, Bytes>,
     start: Instant,
-    time_scale: f64,
+    options: &LoadOptions,
 ) -> Result<Vec<ObjectReport>, LoadError>
 where
     O: quic::OpenStreams<Bytes> + Clone + Send + 'static,
@@ -269,10 +308,11 @@ where
 {
     let n = page.objects.len();
     let RequestPlan {
+        first,
         children,
         timed,
         main_document,
-    } = RequestPlan::new(page, time_scale);
+    } = RequestPlan::new(page, options);
 
     let mut reports: Vec<Option<ObjectReport>> = vec![None; n];
     let mut requested = vec![Duration::ZERO; n];
@@ -296,7 +336,9 @@ where
             )
         });
     };
-    spawn(&mut tasks, 0, &mut requested);
+    for index in first {
+        spawn(&mut tasks, index, &mut requested);
+    }
     let mut document_done: Option<Instant> = None;
     let mut next_timed = 0;
     let mut done = 0;

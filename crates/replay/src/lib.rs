@@ -64,7 +64,7 @@ mod server;
 pub mod sim;
 mod time;
 
-pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions, Transport};
+pub use client::{load, load_h3, load_quinn, LoadError, LoadOptions, RequestOrder, Transport};
 pub use error::RunError;
 pub use har::HarError;
 pub use page::{Discovery, Page, PageObject};

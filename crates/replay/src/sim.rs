@@ -106,7 +106,7 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
     }
     let timeout = run.load.timeout;
     let start = pair.now();
-    let plan = RequestPlan::new(page, run.load.time_scale);
+    let plan = RequestPlan::new(page, &run.load);
     let leads_to = page.leads_to();
     let n = page.objects.len();
     // Client: request stream -> object, bytes received per object, completion times.
@@ -116,7 +116,7 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
     let mut completed: Vec<Option<Duration>> = vec![None; n];
     let mut document_done: Option<Duration> = None;
     let mut next_timed = 0;
-    let mut to_request = vec![0usize];
+    let mut to_request = plan.first.clone();
     // Server: requests being read, responses being written.
     let mut server_reads: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut responses: Vec<Response> = Vec::new();

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use mpquic_replay::sim::load_simulated;
-use mpquic_replay::{har, Page, RunConfig};
+use mpquic_replay::{har, Page, RequestOrder, RunConfig};
 
 fn page(file: &str) -> Page {
     har::load(
@@ -88,4 +88,29 @@ fn priority_bucket_does_not_starve_a_small_stream_that_leads_to_critical_css() {
             "FRT {with:.1} ms with the hint, {without:.1} without"
         );
     }
+}
+
+/// All at once, every object is requested at the start, none after another has arrived:
+/// wikipedia.org's document comes only after a redirect, so loaded as a browser does, its
+/// sub-resources are requested two round trips in; all at once they are not.
+#[test]
+fn all_at_once_requests_every_object_at_the_start() {
+    let page = page("wikipedia.org.har");
+    let mut run = RunConfig::new("priority-bucket", "pb-low").unwrap();
+    run.load.time_scale = 0.0;
+    let discovered = load_simulated(&page, &run, 1).unwrap();
+    run.load.request_order = RequestOrder::AllAtOnce;
+    let at_once = load_simulated(&page, &run, 1).unwrap();
+    assert_eq!(at_once.bytes, page.total_bytes());
+    assert!(at_once.objects.iter().all(|o| o.requested_ms == 0.0));
+    let last_request = |r: &mpquic_replay::LoadReport| {
+        r.objects.iter().map(|o| o.requested_ms).fold(0.0, f64::max)
+    };
+    assert!(last_request(&discovered) > 0.0);
+    assert!(
+        at_once.plt_ms < discovered.plt_ms,
+        "{} ms all at once, {} ms as discovered",
+        at_once.plt_ms,
+        discovered.plt_ms
+    );
 }

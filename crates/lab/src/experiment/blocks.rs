@@ -151,7 +151,7 @@ pub fn blocks(plan: &Plan, records: &[Record]) -> Vec<Block> {
                     (v, cell)
                 })
                 .collect();
-            let oracle = oracle(&config, &page.sim_page(plan.time_scale))
+            let oracle = oracle(&config, &page.sim_page(plan.time_scale, plan.request_order))
                 .ok()
                 .map(|b| {
                     (

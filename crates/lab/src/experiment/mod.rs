@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use mpquic_browser::{BrowserLoad, Chromium, Site};
-use mpquic_replay::LoadReport;
+use mpquic_replay::{LoadReport, RequestOrder};
 use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
 
@@ -93,6 +93,11 @@ pub struct ExperimentArgs {
     /// document) has arrived, as the papers do; 1 keeps the recorded gaps.
     #[arg(long, default_value_t = 0.0)]
     time_scale: f64,
+    /// The replay rows request every object of a page at once, the document first, as
+    /// tquic's row does (page_client's --all-at-once): the transports compared on the same
+    /// load, without the page's round trips of discovery. Not with --browser.
+    #[arg(long)]
+    all_at_once: bool,
     /// Seconds one page load may take (the run gets another minute for its setup).
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
@@ -330,6 +335,8 @@ pub struct Plan {
     pub mode_note: String,
     /// page_client's time scale.
     pub time_scale: f64,
+    /// When page_client requests the objects.
+    pub request_order: RequestOrder,
     /// Seconds per load.
     pub timeout: f64,
     /// Whether the extra rows run.
@@ -389,6 +396,7 @@ impl Plan {
         let r = &r.id;
         r.mode == self.mode
             && r.time_scale.to_bits() == self.time_scale.to_bits()
+            && r.request_order == self.request_order
             && r.rep < self.reps
             && self.pages.iter().any(|p| p.label == r.page)
             && self.scenarios.iter().any(|s| s.name == r.scenario)
@@ -425,6 +433,7 @@ impl Job<'_> {
             rep: self.rep,
             mode: plan.mode.clone(),
             time_scale: plan.time_scale,
+            request_order: plan.request_order,
             delivery_reports: self.variant.delivery_reports(),
             reinjection: self.variant.reinjection(),
             client: self.variant.client,
@@ -521,6 +530,11 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
             args.time_scale
         )));
     }
+    if args.all_at_once && args.browser {
+        return Err(Failure::Usage(
+            "--all-at-once with --browser: the browser requests what its parser finds".to_owned(),
+        ));
+    }
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(Failure::Usage(format!(
             "--timeout {}: must be between 0 and 3600 seconds",
@@ -537,6 +551,11 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
         mode: mode.to_owned(),
         mode_note,
         time_scale: args.time_scale,
+        request_order: if args.all_at_once {
+            RequestOrder::AllAtOnce
+        } else {
+            RequestOrder::Discovered
+        },
         timeout: args.timeout,
         extras: !args.no_extras,
         reinjection_ablation: args.reinjection_ablation,
@@ -645,6 +664,9 @@ impl Programs {
         }
         if !v.reinjection() {
             cmd.arg("--no-reinjection");
+        }
+        if plan.request_order == RequestOrder::AllAtOnce {
+            cmd.arg("--all-at-once");
         }
         if v.client == Client::Chromium {
             cmd.arg("--browser");
@@ -918,6 +940,7 @@ mod tests {
             mode: "loopback".to_owned(),
             mode_note: String::new(),
             time_scale: 0.0,
+            request_order: RequestOrder::Discovered,
             timeout: 0.2,
             extras: false,
             reinjection_ablation: false,

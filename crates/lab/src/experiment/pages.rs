@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
-use mpquic_replay::{har, Discovery, Page};
+use mpquic_replay::{har, Discovery, Page, RequestOrder};
 use mpquic_sched::sim;
 use serde_json::json;
 
@@ -51,14 +51,16 @@ impl PageRef {
         )
     }
 
-    /// The simulator's view of the page as page_client requests it at `time_scale`, for the
-    /// oracle: the document at 0; an object with a recorded initiator when that completes; any
-    /// other at its recorded offset from the document's completion times `time_scale`.
-    /// (`Page::to_sim_page` keeps the recorded start times instead, seconds for a 2013 page.)
-    pub fn sim_page(&self, time_scale: f64) -> sim::Page {
+    /// The simulator's view of the page as page_client requests it at `time_scale` in `order`,
+    /// for the oracle: the document at 0; an object with a recorded initiator when that
+    /// completes; any other at its recorded offset from the document's completion times
+    /// `time_scale`; or, all at once, every object at 0. (`Page::to_sim_page` keeps the
+    /// recorded start times instead, seconds for a 2013 page.)
+    pub fn sim_page(&self, time_scale: f64, order: RequestOrder) -> sim::Page {
         let mut page = self.page.to_sim_page();
         for (object, replayed) in page.objects.iter_mut().zip(&self.page.objects) {
             object.start = match replayed.discovery {
+                _ if order == RequestOrder::AllAtOnce => sim::Start::At(Duration::ZERO),
                 Discovery::Document => sim::Start::At(Duration::ZERO),
                 Discovery::After { parent } => sim::Start::After {
                     parent,

@@ -6,7 +6,7 @@ use std::io::{BufRead as _, Write as _};
 use std::path::Path;
 
 use mpquic_browser::{BrowserLoad, PaintTimes, Site};
-use mpquic_replay::LoadReport;
+use mpquic_replay::{LoadReport, RequestOrder};
 use serde::{Deserialize, Serialize};
 
 /// What loads the page.
@@ -45,6 +45,10 @@ pub struct RunId {
     pub mode: String,
     /// page_client's `--time-scale`.
     pub time_scale: f64,
+    /// When page_client requested the objects (left out for the browser's order, as in runs
+    /// recorded before the setting existed).
+    #[serde(default, skip_serializing_if = "RequestOrder::is_discovered")]
+    pub request_order: RequestOrder,
     /// Whether mpquic's delivery reports were on (left out of the line when they were, as in
     /// runs recorded before the setting existed).
     #[serde(default = "on", skip_serializing_if = "is_on")]
@@ -216,6 +220,7 @@ mod tests {
                 rep,
                 mode: "loopback".to_owned(),
                 time_scale: 0.0,
+                request_order: RequestOrder::Discovered,
                 delivery_reports: true,
                 reinjection: true,
                 client: Client::Replay,
@@ -275,5 +280,20 @@ mod tests {
         let line = serde_json::to_string(&in_chromium).unwrap();
         assert!(line.contains(r#""client":"chromium""#), "{line}");
         assert_eq!(serde_json::from_str::<RunId>(&line).unwrap(), in_chromium);
+    }
+
+    #[test]
+    fn runs_all_at_once_are_told_apart_and_older_runs_read_as_discovered() {
+        let discovered = record(0, None).id;
+        let line = serde_json::to_string(&discovered).unwrap();
+        assert!(!line.contains("request_order"), "{line}");
+        let at_once = RunId {
+            request_order: RequestOrder::AllAtOnce,
+            ..discovered.clone()
+        };
+        let line = serde_json::to_string(&at_once).unwrap();
+        assert!(line.contains(r#""request_order":"all-at-once""#), "{line}");
+        assert_eq!(serde_json::from_str::<RunId>(&line).unwrap(), at_once);
+        assert_ne!(at_once.key(), discovered.key());
     }
 }

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mpquic_replay::RequestOrder;
 use mpquic_sched::sim::BASELINE;
 use mpquic_sched::SchedulerKind;
 
@@ -689,8 +690,8 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
     let mut summary = String::new();
     let _ = writeln!(
         summary,
-        "# Experiment summary\n\nmode {}, {} rep(s), time scale {}, {loads} loads ({failed} failed) in raw.jsonl for this matrix.\n",
-        plan.mode, plan.reps, plan.time_scale
+        "# Experiment summary\n\nmode {}, {} rep(s), time scale {}{}, {loads} loads ({failed} failed) in raw.jsonl for this matrix.\n",
+        plan.mode, plan.reps, plan.time_scale, order_note(plan.request_order)
     );
     for b in &blocks {
         let _ = writeln!(summary, "{}", block_table(b));
@@ -705,11 +706,12 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
     let _ = writeln!(report, "- Mode: {}", plan.mode_note);
     let _ = writeln!(
         report,
-        "- Matrix: scenarios {}; schedulers {}; {} rep(s) per row asked (the loads column of each table says how many a cell has); rep r of every row draws the links' random loss from seed r (`--loss-seed`), so a cell's loads are independent draws and the rows are compared on the same ones; page_client `--time-scale {}` (0: every sub-resource is requested when its initiator, or the document, has arrived, as in [PB]); `--timeout {}` s per load",
+        "- Matrix: scenarios {}; schedulers {}; {} rep(s) per row asked (the loads column of each table says how many a cell has); rep r of every row draws the links' random loss from seed r (`--loss-seed`), so a cell's loads are independent draws and the rows are compared on the same ones; page_client `--time-scale {}` (0: every sub-resource is requested when its initiator, or the document, has arrived, as in [PB]){}; `--timeout {}` s per load",
         plan.scenarios.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
         plan.schedulers.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
         plan.reps,
         plan.time_scale,
+        order_note(plan.request_order),
         plan.timeout
     );
     let _ = writeln!(
@@ -819,6 +821,16 @@ pub fn write(plan: &Plan, records: &[Record], elapsed: Duration) -> Result<Writt
     files.insert(0, report_file);
     files.insert(0, summary_file);
     Ok(Written { summary, files })
+}
+
+/// What the summary and the report say of the request order: nothing for the browser's.
+fn order_note(order: RequestOrder) -> &'static str {
+    match order {
+        RequestOrder::Discovered => "",
+        RequestOrder::AllAtOnce => {
+            ", every object requested at once (`--all-at-once`, as tquic's row loads a page)"
+        }
+    }
 }
 
 #[cfg(test)]
