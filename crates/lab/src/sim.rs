@@ -86,11 +86,7 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
     let schedulers = parse_schedulers(&args.schedulers)?;
     let options = LoadOptions {
         time_scale: args.time_scale,
-        request_order: if args.all_at_once {
-            RequestOrder::AllAtOnce
-        } else {
-            RequestOrder::Discovered
-        },
+        request_order: RequestOrder::from_flag(args.all_at_once),
         reinjection: !args.no_reinjection,
     };
     let runs = runs::run(&page, scenario, &schedulers, args.seed, args.runs, options)

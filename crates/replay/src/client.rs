@@ -129,6 +129,15 @@ pub enum RequestOrder {
 }
 
 impl RequestOrder {
+    /// The order a command line's `--all-at-once` flag asks for.
+    pub fn from_flag(all_at_once: bool) -> Self {
+        if all_at_once {
+            Self::AllAtOnce
+        } else {
+            Self::Discovered
+        }
+    }
+
     /// Whether this is the browser's order (the default, left out of records).
     pub fn is_discovered(&self) -> bool {
         *self == Self::Discovered
@@ -156,7 +165,8 @@ pub(crate) struct RequestPlan {
 }
 
 impl RequestPlan {
-    /// The plan of a page with at least one object, recorded offsets times `time_scale`.
+    /// The plan of a page with at least one object in `options`' order, recorded offsets
+    /// times its time scale.
     pub(crate) fn new(page: &Page, options: &LoadOptions) -> Self {
         let n = page.objects.len();
         let main_document = page.main_document.min(n.saturating_sub(1));

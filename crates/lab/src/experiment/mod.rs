@@ -551,11 +551,7 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
         mode: mode.to_owned(),
         mode_note,
         time_scale: args.time_scale,
-        request_order: if args.all_at_once {
-            RequestOrder::AllAtOnce
-        } else {
-            RequestOrder::Discovered
-        },
+        request_order: RequestOrder::from_flag(args.all_at_once),
         timeout: args.timeout,
         extras: !args.no_extras,
         reinjection_ablation: args.reinjection_ablation,
