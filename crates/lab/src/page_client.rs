@@ -104,8 +104,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
     /// Request every object at once, the document first, instead of each when what leads to
-    /// it has arrived: the load tquic's page row makes.
-    #[arg(long)]
+    /// it has arrived: the load tquic's page row makes. Not with --browser, which requests
+    /// what its parser finds.
+    #[arg(long, conflicts_with = "browser")]
     all_at_once: bool,
     /// Seconds one load may take.
     #[arg(long, default_value_t = 60.0)]
@@ -173,14 +174,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     };
     let indices = config.path_indices()?;
     config.load.time_scale = args.time_scale;
-    if args.all_at_once {
-        if args.browser {
-            return Err(
-                "--all-at-once with --browser: the browser requests what its parser finds".into(),
-            );
-        }
-        config.load.request_order = RequestOrder::AllAtOnce;
-    }
+    config.load.request_order = RequestOrder::from_flag(args.all_at_once);
     config.load.timeout = Duration::try_from_secs_f64(args.timeout)
         .map_err(|e| format!("--timeout {}: {e}", args.timeout))?;
     if args.reps == 0 {

@@ -95,8 +95,9 @@ pub struct ExperimentArgs {
     time_scale: f64,
     /// The replay rows request every object of a page at once, the document first, as
     /// tquic's row does (page_client's --all-at-once): the transports compared on the same
-    /// load, without the page's round trips of discovery. Not with --browser.
-    #[arg(long)]
+    /// load, without the page's round trips of discovery. Not with --browser, which requests
+    /// what its parser finds.
+    #[arg(long, conflicts_with = "browser")]
     all_at_once: bool,
     /// Seconds one page load may take (the run gets another minute for its setup).
     #[arg(long, default_value_t = 60.0)]
@@ -529,11 +530,6 @@ fn plan(args: &ExperimentArgs) -> Result<Plan, Failure> {
             "--time-scale {}: must be a finite number >= 0",
             args.time_scale
         )));
-    }
-    if args.all_at_once && args.browser {
-        return Err(Failure::Usage(
-            "--all-at-once with --browser: the browser requests what its parser finds".to_owned(),
-        ));
     }
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(Failure::Usage(format!(
