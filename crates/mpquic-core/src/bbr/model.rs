@@ -886,9 +886,22 @@ impl BbrModel {
     }
 
     fn set_pacing_rate_with_gain(&mut self, gain: f64) {
-        let rate = gain * self.bw * (1.0 - PACING_MARGIN);
+        let rate = gain * self.bw * (1.0 - PACING_MARGIN) / (1.0 - self.random_loss());
         if rate > 0.0 && (self.filled_pipe || rate > self.pacing_rate) {
             self.pacing_rate = rate;
+        }
+    }
+
+    /// The share of what is sent that the path loses at random. `bw` counts delivered bytes
+    /// only, so a path that drops that share before its bottleneck fills it only when paced
+    /// that much faster than `bw`, and one that drops it after shows a `bw` that much below
+    /// the bottleneck: either way the pacing rate makes up for it. The draft's own loss
+    /// response learns no background loss and makes up for none.
+    fn random_loss(&self) -> f64 {
+        if self.config.draft_loss_response {
+            0.0
+        } else {
+            self.background_loss
         }
     }
 

@@ -586,6 +586,27 @@ fn random_loss_below_the_threshold_does_not_cut_the_model() {
     }
 }
 
+/// 5% random loss before the bottleneck: the bottleneck sees only what survives, so BBR keeps
+/// it busy only if it paces that much above the delivery rate it measures. Without making up
+/// for the background loss the link was 94% used.
+#[test]
+fn random_loss_is_made_up_for_in_the_pacing_rate() {
+    let link = Link::new(10.0, 40, 200).lossy(0.05);
+    let mut sim = Sim::new(BbrConfig::default(), link);
+    sim.run_for(Duration::from_secs(6));
+    let goodput = sim.goodput_since(Duration::from_secs(10));
+    let background = sim.model.background_loss();
+    assert!(
+        (0.03..0.08).contains(&background),
+        "learned background loss {background}"
+    );
+    assert!(
+        goodput > 0.97 * link.rate,
+        "the bottleneck was {:.1}% used",
+        100.0 * goodput / link.rate
+    );
+}
+
 /// Congestion loss above the background (a competing burst overflowing the buffer) still
 /// bounds the model: the lower bound drops below the link's rate.
 #[test]
