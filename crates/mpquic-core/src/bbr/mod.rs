@@ -145,7 +145,8 @@ impl BbrConfig {
 
     /// Whether loss is judged as the draft does: any loss in a round lowers the lower bounds,
     /// and a probe's loss above the threshold lowers `inflight_hi`, whatever the path loses
-    /// without congestion. Off, the threshold applies above the learned background loss rate
+    /// without congestion, and the pacing rate makes up for none of it. Off, the threshold
+    /// applies above the learned background loss rate and the pacing rate is raised by it
     /// (see the [module documentation](self)); on, for comparison.
     ///
     /// # Default
