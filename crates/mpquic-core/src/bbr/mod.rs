@@ -46,6 +46,21 @@
 //! (docs/results/2026-11-28-loss-pacing/) pb-high-lossy went from 90.0 to 90.8% at 20 MB; the
 //! other presets moved within the run-to-run noise.
 //!
+//! # Startup ends on a building queue
+//! The draft's Startup ends on a bandwidth plateau (three rounds without 25% growth), on loss,
+//! or here also on a standing queue (below). The plateau shows a round after the flight has
+//! passed the BDP, and Startup doubles the flight in that round: with a bottleneck buffer of
+//! one BDP (a common size, and the testbed's) it overflows. A path that had died and came back
+//! meets the whole backlog of the outage that way: on pb-high's failover the 40 Mbit/s path
+//! dropped 49-78 datagrams when it returned, and each drop held the stream up for a round trip
+//! of the full queue (two in a row made a 200 ms wait, docs/results/2026-11-28-loss-pacing/).
+//! So Startup also ends, as HyStart++ ends slow start (RFC 9406), when 8 RTT samples in a row
+//! stood above the minimum by an eighth of it (4-16 ms): the pipe is full. Only samples of
+//! packets the window held back count, and none of the first round: an app-limited burst or
+//! the initial window leaves at once and queues behind itself whatever the path's rate. With
+//! that the returning path dropped 0-15 datagrams and the longest wait was 110 ms
+//! (docs/results/2026-11-28-startup-delay/); [`BbrConfig::startup_delay_exit`] turns it off.
+//!
 //! # Two more departures, for paths a scheduler keeps short of data
 //! A multipath scheduler feeds each path its share in bursts, so a slow path is often
 //! app-limited and often idle between bursts. Two of the draft's rules misbehave there, and
@@ -107,6 +122,7 @@ pub struct BbrConfig {
     initial_window: u64,
     loss_threshold: f64,
     draft_loss_response: bool,
+    startup_delay_exit: bool,
 }
 
 impl Default for BbrConfig {
@@ -115,6 +131,7 @@ impl Default for BbrConfig {
             initial_window: crate::DEFAULT_INITIAL_WINDOW,
             loss_threshold: 0.02,
             draft_loss_response: false,
+            startup_delay_exit: true,
         }
     }
 }
@@ -153,6 +170,17 @@ impl BbrConfig {
     /// false.
     pub fn draft_loss_response(&mut self, draft: bool) -> &mut Self {
         self.draft_loss_response = draft;
+        self
+    }
+
+    /// Whether Startup also ends when a round's RTT samples show a queue building, as
+    /// HyStart++ ends slow start (see the [module documentation](self)); off, Startup ends as
+    /// the draft says (bandwidth plateau, loss, and the standing-queue check).
+    ///
+    /// # Default
+    /// true.
+    pub fn startup_delay_exit(&mut self, exit: bool) -> &mut Self {
+        self.startup_delay_exit = exit;
         self
     }
 

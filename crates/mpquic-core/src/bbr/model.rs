@@ -34,6 +34,12 @@ const STARTUP_QUEUE_ROUNDS: u32 = 2;
 const STARTUP_QUEUE_GAIN: f64 = 1.75;
 /// Startup ends on loss only after this many loss events in a round.
 const STARTUP_FULL_LOSS_COUNT: u32 = 6;
+/// Startup's delay check, with RFC 9406's HyStart++ constants: this many RTT samples in a row
+/// above the minimum by an eighth of it, within 4-16 ms.
+const STARTUP_DELAY_DIVISOR: u32 = 8;
+const STARTUP_DELAY_MIN: Duration = Duration::from_millis(4);
+const STARTUP_DELAY_MAX: Duration = Duration::from_millis(16);
+const STARTUP_DELAY_SAMPLES: u32 = 8;
 const MIN_PIPE_PACKETS: u64 = 4;
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 const MIN_RTT_FILTER: Duration = Duration::from_secs(10);
@@ -184,6 +190,8 @@ pub(crate) struct BbrModel {
     queue_check_bw: f64,
     queue_rounds: u32,
     min_in_flight_in_round: u64,
+    /// Startup's delay check: RTT samples in a row that stood above the minimum by the margin.
+    queued_samples: u32,
     // Loss accounting of the current round.
     loss_in_round: bool,
     lost_in_round: u64,
@@ -255,6 +263,7 @@ impl BbrModel {
             queue_check_bw: 0.0,
             queue_rounds: 0,
             min_in_flight_in_round: u64::MAX,
+            queued_samples: 0,
             loss_in_round: false,
             lost_in_round: 0,
             delivered_in_round: 0,
@@ -356,12 +365,19 @@ impl BbrModel {
     ) {
         self.delivered = self.delivered.saturating_add(bytes);
         self.delivered_in_round = self.delivered_in_round.saturating_add(bytes);
-        let batch = &mut self.batch;
-        batch.newly_acked = batch.newly_acked.saturating_add(bytes);
+        self.batch.newly_acked = self.batch.newly_acked.saturating_add(bytes);
         let Some(record) = record else {
             return;
         };
         let sample = self.rates.on_packet_acked(now, &record.rate, bytes);
+        // Startup's delay check counts packets the window held back only, after the first
+        // round: the initial window and an app-limited burst leave at once and queue behind
+        // themselves whatever the path's rate.
+        if self.state == BbrState::Startup && self.round_count > 1 && !record.rate.is_app_limited()
+        {
+            self.count_queued_sample(now.saturating_duration_since(sent));
+        }
+        let batch = &mut self.batch;
         if batch.newest_sent.is_none_or(|newest| sent >= newest) {
             batch.newest_sent = Some(sent);
             batch.rtt = Some(now.saturating_duration_since(sent));
@@ -402,6 +418,7 @@ impl BbrModel {
         self.update_ack_aggregation(now, batch.newly_acked);
         self.check_full_bw_reached(sample, app_limited_sample);
         self.check_startup_queue();
+        self.check_startup_delay();
         self.check_startup_done();
         self.check_drain(now);
         self.update_probe_bw_cycle_phase(now, &batch, app_limited_sample);
@@ -599,6 +616,37 @@ impl BbrModel {
         }
         self.queue_rounds += 1;
         if self.queue_rounds >= STARTUP_QUEUE_ROUNDS {
+            self.filled_pipe = true;
+        }
+    }
+
+    /// Counts an RTT sample towards Startup's delay check: one more in a row above the minimum
+    /// by HyStart++'s margin (RFC 9406: an eighth of the minimum, within 4-16 ms), or none.
+    fn count_queued_sample(&mut self, rtt: Duration) {
+        let Some(min_rtt) = self.min_rtt else {
+            return;
+        };
+        let margin = (min_rtt / STARTUP_DELAY_DIVISOR).clamp(STARTUP_DELAY_MIN, STARTUP_DELAY_MAX);
+        self.queued_samples = if rtt >= min_rtt + margin {
+            self.queued_samples.saturating_add(1)
+        } else {
+            0
+        };
+    }
+
+    /// Ends Startup when 8 RTT samples in a row found a queue (`count_queued_sample`): the
+    /// pipe is full. The bandwidth plateau says so a round later, and the flight doubles in
+    /// that round: a path that rejoined with a backlog overflowed its queue of one BDP there
+    /// and lost 40-60 packets, each a hole that held the stream up for a round trip of the
+    /// full queue. Judged on the samples in a row rather than a round's first ones (HyStart++'s
+    /// test), because the first acks of the round in which the queue builds come from packets
+    /// sent before it did.
+    fn check_startup_delay(&mut self) {
+        if self.config.startup_delay_exit
+            && self.state == BbrState::Startup
+            && !self.filled_pipe
+            && self.queued_samples >= STARTUP_DELAY_SAMPLES
+        {
             self.filled_pipe = true;
         }
     }
