@@ -58,7 +58,7 @@
 //! stood above the minimum by an eighth of it (4-16 ms): the pipe is full. Only samples of
 //! packets the window held back count, and none of the first round: an app-limited burst or
 //! the initial window leaves at once and queues behind itself whatever the path's rate. With
-//! that the returning path dropped 0-15 datagrams and the longest wait was 110 ms
+//! that the returning path dropped 0-10 datagrams and the longest wait was 112 ms
 //! (docs/results/2026-11-28-startup-delay/); [`BbrConfig::startup_delay_exit`] turns it off.
 //!
 //! # Two more departures, for paths a scheduler keeps short of data
@@ -173,9 +173,9 @@ impl BbrConfig {
         self
     }
 
-    /// Whether Startup also ends when a round's RTT samples show a queue building, as
-    /// HyStart++ ends slow start (see the [module documentation](self)); off, Startup ends as
-    /// the draft says (bandwidth plateau, loss, and the standing-queue check).
+    /// Whether Startup also ends when 8 RTT samples in a row show a queue building, as
+    /// HyStart++ ends slow start (see the [module documentation](self)); off, Startup ends on
+    /// the draft's bandwidth plateau and loss, and on the standing-queue check.
     ///
     /// # Default
     /// true.

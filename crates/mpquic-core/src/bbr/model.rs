@@ -627,7 +627,7 @@ impl BbrModel {
             return;
         };
         let margin = (min_rtt / STARTUP_DELAY_DIVISOR).clamp(STARTUP_DELAY_MIN, STARTUP_DELAY_MAX);
-        self.queued_samples = if rtt >= min_rtt + margin {
+        self.queued_samples = if rtt >= min_rtt.saturating_add(margin) {
             self.queued_samples.saturating_add(1)
         } else {
             0
