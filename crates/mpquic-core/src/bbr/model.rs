@@ -637,8 +637,8 @@ impl BbrModel {
     /// Ends Startup when 8 RTT samples in a row found a queue (`count_queued_sample`): the
     /// pipe is full. The bandwidth plateau says so a round later, and the flight doubles in
     /// that round: a path that rejoined with a backlog overflowed its queue of one BDP there
-    /// and lost 40-60 packets, each a hole that held the stream up for a round trip of the
-    /// full queue. Judged on the samples in a row rather than a round's first ones (HyStart++'s
+    /// (49-78 datagrams dropped on the testbed), each drop a hole that held the stream up for a
+    /// round trip of the full queue. Judged on the samples in a row rather than a round's first ones (HyStart++'s
     /// test), because the first acks of the round in which the queue builds come from packets
     /// sent before it did.
     fn check_startup_delay(&mut self) {

@@ -289,6 +289,17 @@ impl Sim {
         rtts[rtts.len() / 2]
     }
 
+    /// Asserts that BBR's bandwidth estimate is within 10% of the link's rate.
+    #[track_caller]
+    fn assert_max_bw_near_the_link_rate(&self) {
+        let max_bw = self.model.max_bw();
+        assert!(
+            (max_bw / self.link.rate - 1.0).abs() < 0.1,
+            "max_bw {max_bw} against {}",
+            self.link.rate
+        );
+    }
+
     /// Delivered bytes per second over the last `window` of the run.
     fn goodput_since(&mut self, window: Duration) -> f64 {
         let before = self.delivered;
@@ -340,12 +351,7 @@ fn startup_exits_on_the_bandwidth_plateau_and_drains_to_the_bdp() {
         "{:?}",
         sim.states
     );
-    let max_bw = sim.model.max_bw();
-    assert!(
-        (max_bw / link.rate - 1.0).abs() < 0.1,
-        "max_bw {max_bw} against {}",
-        link.rate
-    );
+    sim.assert_max_bw_near_the_link_rate();
     let min_rtt = sim.model.min_rtt().expect("an RTT");
     assert!(min_rtt < link.base_rtt + Duration::from_millis(3));
     // Drained: what is in flight is about one bandwidth-delay product.
@@ -386,12 +392,7 @@ fn startup_ends_on_a_building_queue_before_one_bdp_of_buffer_overflows() {
         sim.states,
         draft.states
     );
-    let max_bw = sim.model.max_bw();
-    assert!(
-        (max_bw / link.rate - 1.0).abs() < 0.1,
-        "max_bw {max_bw} against {}",
-        link.rate
-    );
+    sim.assert_max_bw_near_the_link_rate();
 }
 
 /// A buffer of 5 packets: Startup overflows it and ends on loss, bounding `inflight_hi`.
