@@ -21,6 +21,15 @@
 //! the pacing rate keeps in flight, the sending rate follows the pacing rate through the ack
 //! clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
 //!
+//! The pacing rate has no margin below the estimate. The draft paces 1% below it so that an
+//! estimate a little above the bottleneck's rate does not build a queue; here the window holds
+//! the flight at the pacing rate's bandwidth-delay product, so such a queue stays within the
+//! estimate's error, while the margin left the bottleneck idle 1% of the time whenever the
+//! estimate was right. In the simulation (`crates/mpquic-core/src/sim.rs`, 20 MB, 30 seeds)
+//! dropping it took pb-high from 92.3 to 92.7% of the summed path rates and pb-low from 95.2
+//! to 95.5%; from 1 s to 3 s of pb-high's transfer (seed 1) the 40 Mbit/s path carried 0.7%
+//! more, as much as under CUBIC, whose full queue keeps it busy.
+//!
 //! quinn's metrics carry no controller state either: the controller reports Startup as an
 //! unbounded slow start threshold, which is what quinn's own controllers report until their
 //! first loss, so that the telemetry can tell the scheduler the window still doubles every

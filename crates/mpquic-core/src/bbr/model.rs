@@ -24,7 +24,6 @@ const PROBE_RTT_CWND_GAIN: f64 = 0.5;
 const BETA: f64 = 0.7;
 /// Room left below `inflight_hi` for other flows while cruising.
 const HEADROOM: f64 = 0.15;
-const PACING_MARGIN: f64 = 0.01;
 /// Startup ends after this many rounds without 25% bandwidth growth.
 const FULL_BW_ROUNDS: u32 = 3;
 const FULL_BW_GROWTH: f64 = 1.25;
@@ -934,7 +933,11 @@ impl BbrModel {
     }
 
     fn set_pacing_rate_with_gain(&mut self, gain: f64) {
-        let rate = gain * self.bw * (1.0 - PACING_MARGIN) / (1.0 - self.random_loss());
+        // No pacing margin (the draft paces 1% below the estimate): the window, not the
+        // pacer, holds the flight here (`window`), so a margin leaves the bottleneck idle for
+        // that share of the time, and a queue from an estimate above the link's rate cannot
+        // grow past the estimate's error.
+        let rate = gain * self.bw / (1.0 - self.random_loss());
         if rate > 0.0 && (self.filled_pipe || rate > self.pacing_rate) {
             self.pacing_rate = rate;
         }
