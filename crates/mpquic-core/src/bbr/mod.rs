@@ -27,7 +27,7 @@
 //! estimate's error, while the margin left the bottleneck idle 1% of the time whenever the
 //! estimate was right. In the simulation (`crates/mpquic-core/src/sim.rs`, 20 MB, 30 seeds)
 //! dropping it took pb-high from 92.3 to 92.7% of the summed path rates and pb-low from 95.2
-//! to 95.5%; from 1 s to 3 s of pb-high's transfer (seed 1) the 40 Mbit/s path carried 0.7%
+//! to 95.5%; from 1 s to 3 s of pb-high's transfer (seed 1) the 40 Mbit/s path carried 0.6%
 //! more, as much as under CUBIC, whose full queue keeps it busy.
 //!
 //! quinn's metrics carry no controller state either: the controller reports Startup as an
