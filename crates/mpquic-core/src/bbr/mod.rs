@@ -17,9 +17,9 @@
 //!
 //! quinn has no pacing-rate input: it paces at 1.25 x window / smoothed RTT and stops at the
 //! window. So the window handed to quinn is BBR's pacing rate times the minimum RTT, plus the
-//! ack-aggregation allowance (two packets more while probing up), capped by BBR's cwnd: the flight is held at what
-//! the pacing rate keeps in flight, the sending rate follows the pacing rate through the ack
-//! clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
+//! ack-aggregation allowance (two packets more while probing up), capped by BBR's cwnd: the
+//! flight is held at what the pacing rate keeps in flight, the sending rate follows the pacing
+//! rate through the ack clock, and quinn's pacer (at least 1.25 x faster) only smooths bursts.
 //!
 //! The pacing rate has no margin below the estimate. The draft paces 1% below it so that an
 //! estimate a little above the bottleneck's rate does not build a queue; here the window holds

@@ -637,9 +637,9 @@ impl BbrModel {
     /// pipe is full. The bandwidth plateau says so a round later, and the flight doubles in
     /// that round: a path that rejoined with a backlog overflowed its queue of one BDP there
     /// (49-78 datagrams dropped on the testbed), each drop a hole that held the stream up for a
-    /// round trip of the full queue. Judged on the samples in a row rather than a round's first ones (HyStart++'s
-    /// test), because the first acks of the round in which the queue builds come from packets
-    /// sent before it did.
+    /// round trip of the full queue. Judged on the samples in a row rather than a round's
+    /// first ones (HyStart++'s test), because the first acks of the round in which the queue
+    /// builds come from packets sent before it did.
     fn check_startup_delay(&mut self) {
         if self.config.startup_delay_exit
             && self.state == BbrState::Startup
@@ -933,10 +933,8 @@ impl BbrModel {
     }
 
     fn set_pacing_rate_with_gain(&mut self, gain: f64) {
-        // No pacing margin (the draft paces 1% below the estimate): the window, not the
-        // pacer, holds the flight here (`window`), so a margin leaves the bottleneck idle for
-        // that share of the time, and a queue from an estimate above the link's rate cannot
-        // grow past the estimate's error.
+        // No margin below the estimate, unlike the draft: the window holds the flight (see
+        // the module documentation).
         let rate = gain * self.bw / (1.0 - self.random_loss());
         if rate > 0.0 && (self.filled_pipe || rate > self.pacing_rate) {
             self.pacing_rate = rate;
