@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use mpquic_proto::wire::{ChunkDecoder, FrameDecoder};
 use mpquic_proto::{Action, ChunkWork, PathCounters, PathEvent, Step};
-use mpquic_sched::{PathId, PathSet, PathStatus, Priority, StreamId, Urgency};
+use mpquic_sched::{Lead, PathId, PathSet, PathStatus, Priority, StreamId};
 use quinn::VarInt;
 use tokio::sync::{broadcast, mpsc, Notify};
 use tokio::task::JoinSet;
@@ -749,17 +749,13 @@ impl Connection {
             .set_size_hint(stream.0, bytes, Instant::now())
     }
 
-    /// Tells the scheduler, by id, the most urgent request the peer makes once it has this
-    /// stream (see [`SendStream::set_leads_to`]).
-    pub fn set_stream_leads_to(
-        &self,
-        stream: StreamId,
-        urgency: Urgency,
-    ) -> Result<(), WriteError> {
+    /// Tells the scheduler, by id, what the peer requests once it has this stream (see
+    /// [`SendStream::set_leads_to`]).
+    pub fn set_stream_leads_to(&self, stream: StreamId, lead: Lead) -> Result<(), WriteError> {
         self.shared
             .lock()
             .core
-            .set_leads_to(stream.0, urgency, Instant::now())
+            .set_leads_to(stream.0, lead, Instant::now())
     }
 
     /// Keeps a stream this side sends on to `paths`, by id (see [`SendStream::set_paths`]).

@@ -84,7 +84,9 @@ pub use error::{
     ReadError, ReadFrameError, ReadToEndError, SetupError, WriteError,
 };
 pub use mpquic_proto::{wire, PathEvent, ReinjectionConfig, ReinjectionStats, Side};
-pub use mpquic_sched::{PathId, PathSet, PathStatus, Priority, SchedulerKind, StreamId, Urgency};
+pub use mpquic_sched::{
+    Lead, PathId, PathSet, PathStatus, Priority, SchedulerKind, StreamId, Urgency,
+};
 pub use path_events::{Missed, PathEvents};
 pub use quinn::{crypto, VarInt};
 pub use stream::{RecvStream, SendStream};

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, PathSet, Priority, StreamId, Urgency};
+use mpquic_sched::{Lead, PathId, PathSet, Priority, StreamId};
 use quinn::VarInt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -125,15 +125,17 @@ impl SendStream {
             .set_size_hint(self.id, bytes, Instant::now())
     }
 
-    /// Tells the scheduler the urgency of the most urgent request the peer makes once it has
-    /// this stream: a small script of low urgency that leads to critical CSS. The stream is
-    /// then scheduled at that urgency rather than waiting behind the others of its own (a
-    /// server that knows its pages' dependencies avoids priority inversion this way).
-    pub fn set_leads_to(&mut self, urgency: Urgency) -> Result<(), WriteError> {
+    /// Tells the scheduler what the peer requests once it has this stream (a server that knows
+    /// its pages' dependencies knows): the most urgent of those requests and their bytes. A
+    /// small script of low urgency that leads to critical CSS is then scheduled at the CSS's
+    /// urgency rather than waiting behind the others of its own (priority inversion), and
+    /// PriorityBucket sends a stream that starts a chain of requests before the streams that
+    /// start none ([`PriorityBucket`](mpquic_sched::PriorityBucket) says when).
+    pub fn set_leads_to(&mut self, lead: Lead) -> Result<(), WriteError> {
         self.shared
             .lock()
             .core
-            .set_leads_to(self.id, urgency, Instant::now())
+            .set_leads_to(self.id, lead, Instant::now())
     }
 
     /// Keeps the stream on `paths` (`None`: any path, the default): every scheduler sends it

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mpquic_sched::{
-    PathId, PathSet, PathSnapshot, PathStatus, Priority, Reinjection, Scheduler, StreamId,
+    Lead, PathId, PathSet, PathSnapshot, PathStatus, Priority, Reinjection, Scheduler, StreamId,
     StreamMeta, Urgency,
 };
 
@@ -649,16 +649,12 @@ impl Connection {
         self.set_meta(id, |meta| meta.size = Some(bytes), now)
     }
 
-    /// Tells the scheduler the most urgent request (urgency 0 to 7) the peer makes once it has
-    /// this sending stream ([`StreamMeta::leads_to`]): a stream that leads to something more
-    /// urgent than itself is scheduled and re-injected at that urgency.
-    pub fn set_leads_to(
-        &mut self,
-        id: u64,
-        urgency: Urgency,
-        now: Instant,
-    ) -> Result<(), WriteError> {
-        self.set_meta(id, |meta| meta.leads_to = Some(urgency), now)
+    /// Tells the scheduler the requests the peer makes once it has this sending stream
+    /// ([`StreamMeta::leads_to`]): a stream that leads to something more urgent than itself
+    /// is scheduled and re-injected at that urgency, and PriorityBucket sends a stream that
+    /// starts a chain of requests early.
+    pub fn set_leads_to(&mut self, id: u64, lead: Lead, now: Instant) -> Result<(), WriteError> {
+        self.set_meta(id, |meta| meta.leads_to = Some(lead), now)
     }
 
     fn set_meta(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mpquic_h3_prio::{Priority, ResourceType};
 use mpquic_sched::sim;
-use mpquic_sched::Urgency;
+use mpquic_sched::Lead;
 
 /// When the client requests an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,29 +97,39 @@ impl Page {
                     .is_some_and(|o| o.resource_type == ResourceType::Document))
     }
 
-    /// For each object, the most urgent urgency among the objects requested because of it
-    /// (its descendants through [`Discovery::After`]), where that is more urgent than its own:
-    /// what a server that knows the page tells the scheduler
-    /// ([`mpquic_core::Connection::set_stream_leads_to`]), so a small script that leads to
-    /// critical CSS does not wait behind images of its own urgency.
-    pub fn leads_to(&self) -> Vec<Option<Urgency>> {
-        let mut below: Vec<Option<Urgency>> = vec![None; self.objects.len()];
+    /// For each object that leads to further requests (descendants through
+    /// [`Discovery::After`]), the most urgent of them and their bytes in all: what a server
+    /// that knows the page tells the scheduler
+    /// ([`mpquic_core::Connection::set_stream_leads_to`]), so that a small script that leads to
+    /// critical CSS does not wait behind images of its own urgency, and a script that starts a
+    /// chain of requests goes before those that start none.
+    pub fn leads_to(&self) -> Vec<Option<Lead>> {
+        let mut below: Vec<Option<Lead>> = vec![None; self.objects.len()];
         // A parent has a lower index than its children: one pass from the end sees every
         // child's subtree before its parent.
         for child in (0..self.objects.len()).rev() {
             if let Discovery::After { parent } = self.objects[child].discovery {
-                let urgency = self.objects[child].priority.urgency();
-                let through = below[child].map_or(urgency, |u| u.min(urgency));
+                let object = &self.objects[child];
+                let (urgency, size) = (object.priority.urgency(), object.size);
+                let through = below[child].map_or(
+                    Lead {
+                        urgency,
+                        bytes: size,
+                    },
+                    |lead| Lead {
+                        urgency: lead.urgency.min(urgency),
+                        bytes: lead.bytes.saturating_add(size),
+                    },
+                );
                 if let Some(slot) = below.get_mut(parent) {
-                    *slot = Some(slot.map_or(through, |u| u.min(through)));
+                    *slot = Some(slot.map_or(through, |lead| Lead {
+                        urgency: lead.urgency.min(through.urgency),
+                        bytes: lead.bytes.saturating_add(through.bytes),
+                    }));
                 }
             }
         }
         below
-            .into_iter()
-            .zip(&self.objects)
-            .map(|(u, object)| u.filter(|&u| u < object.priority.urgency()))
-            .collect()
     }
 
     /// The object served under `key`.
@@ -191,6 +201,7 @@ fn encode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpquic_sched::Urgency;
 
     fn object(name: &str, urgency: u8, kind: ResourceType, discovery: Discovery) -> PageObject {
         PageObject {
@@ -206,10 +217,10 @@ mod tests {
         }
     }
 
-    /// A script leads to what it inserts, and to what that inserts; only a more urgent
-    /// descendant is a hint.
+    /// A script leads to what it inserts, and to what that inserts: the most urgent of them
+    /// and their bytes in all.
     #[test]
-    fn a_stream_leads_to_its_most_urgent_descendant() {
+    fn a_stream_leads_to_its_descendants() {
         let script = ResourceType::Script { blocking: false };
         let after = |parent| Discovery::After { parent };
         let page = Page {
@@ -227,15 +238,21 @@ mod tests {
             main_document: 0,
             warnings: Vec::new(),
         };
+        let lead = |urgency, objects: u64| {
+            Some(Lead {
+                urgency: Urgency::new(urgency).unwrap(),
+                bytes: objects * 1000,
+            })
+        };
         assert_eq!(
             page.leads_to(),
             vec![
+                lead(0, 6),
                 None,
+                lead(0, 2),
+                lead(0, 1),
                 None,
-                Some(Urgency::HIGHEST),
-                Some(Urgency::HIGHEST),
-                None,
-                None,
+                lead(5, 1),
                 None
             ]
         );

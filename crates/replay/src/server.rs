@@ -10,8 +10,8 @@ use bytes::Bytes;
 use h3::quic;
 use h3::server::RequestResolver;
 use mpquic_core::h3::H3Connection;
-use mpquic_core::{Connection, Endpoint, Incoming, StreamId};
-use mpquic_h3_prio::{Priority, PriorityField, Urgency};
+use mpquic_core::{Connection, Endpoint, Incoming, Lead, StreamId};
+use mpquic_h3_prio::{Priority, PriorityField};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -35,7 +35,7 @@ struct Served {
     content_type: String,
     priority: Priority,
     /// [`Page::leads_to`]'s hint for it.
-    leads_to: Option<Urgency>,
+    leads_to: Option<Lead>,
     /// What to send instead of `size` zeros ([`PageServer::with_bodies`]).
     body: Option<Bytes>,
 }
@@ -264,7 +264,7 @@ impl PageServer {
             if let Err(e) = conn
                 .set_stream_priority(id, priority)
                 .and_then(|()| conn.set_stream_size_hint(id, object.size))
-                .and_then(|()| leads_to.map_or(Ok(()), |u| conn.set_stream_leads_to(id, u)))
+                .and_then(|()| leads_to.map_or(Ok(()), |lead| conn.set_stream_leads_to(id, lead)))
             {
                 tracing::debug!(%e, key, "stream gone before its response");
                 return;

@@ -218,8 +218,8 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
                 let _ = core.set_priority(stream, priority, now);
                 let len = response_len(object);
                 let _ = core.set_size_hint(stream, len, now);
-                if let Some(urgency) = leads_to[index].filter(|_| run.dependency_hints) {
-                    let _ = core.set_leads_to(stream, urgency, now);
+                if let Some(lead) = leads_to[index].filter(|_| run.dependency_hints) {
+                    let _ = core.set_leads_to(stream, lead, now);
                 }
                 responses.push(Response { stream, left: len });
             }

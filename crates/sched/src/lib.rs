@@ -85,7 +85,7 @@ pub use sec::{
 };
 pub use streams::{StreamState, StreamTable};
 pub use types::{
-    Bandwidth, Grant, PathId, PathSet, PathSnapshot, PathStatus, Priority, StreamId, StreamMeta,
-    Urgency,
+    Bandwidth, Grant, Lead, PathId, PathSet, PathSnapshot, PathStatus, Priority, StreamId,
+    StreamMeta, Urgency,
 };
 pub use wrr::{WeightedRoundRobin, WrrConfig};

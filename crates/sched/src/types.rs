@@ -173,6 +173,16 @@ impl PathSet {
     }
 }
 
+/// What the receiver requests once it has a stream, as a server that knows its pages can say
+/// (a script that fetches a stylesheet and three images): the requests that wait for the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lead {
+    /// The most urgent of those requests.
+    pub urgency: Urgency,
+    /// Their response bytes in all, with those of the requests they lead to in turn.
+    pub bytes: u64,
+}
+
 /// What a scheduler knows about a stream when it opens (and when its priority or size changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamMeta {
@@ -184,10 +194,9 @@ pub struct StreamMeta {
     pub incremental: bool,
     /// Total bytes the stream will send, if known (e.g. from `content-length`).
     pub size: Option<u64>,
-    /// The most urgent request the receiver makes once it has this stream (a script that
-    /// fetches a stylesheet), if known to be more urgent than the stream itself: see
+    /// The requests the receiver makes once it has this stream, if known: see
     /// [`effective_urgency`](Self::effective_urgency).
-    pub leads_to: Option<Urgency>,
+    pub leads_to: Option<Lead>,
     /// The paths the stream may be sent on; `None`: any path. Every scheduler grants the
     /// stream only on these (PriorityBucket allocates it over them); while none of them is up,
     /// the stream waits.
@@ -217,7 +226,8 @@ impl StreamMeta {
     /// wait behind the images of its bucket while the page waits for it (priority inversion);
     /// it inherits the urgency of what waits for it.
     pub fn effective_urgency(&self) -> Urgency {
-        self.leads_to.map_or(self.urgency, |u| u.min(self.urgency))
+        self.leads_to
+            .map_or(self.urgency, |lead| lead.urgency.min(self.urgency))
     }
 
     /// Sets the urgency.
@@ -239,8 +249,8 @@ impl StreamMeta {
     }
 
     /// Sets what the stream leads to ([`leads_to`](Self::leads_to)).
-    pub fn with_leads_to(mut self, urgency: Urgency) -> Self {
-        self.leads_to = Some(urgency);
+    pub fn with_leads_to(mut self, lead: Lead) -> Self {
+        self.leads_to = Some(lead);
         self
     }
 

@@ -209,6 +209,12 @@ impl Default for PriorityBucketConfig {
 ///   urgent ones waits in their bucket. And a small stream that has waited
 ///   [`PriorityBucketConfig::wait_step`] goes first in its bucket, one bucket higher for every
 ///   further step ([`PriorityBucketConfig::small_stream`] says what is small).
+/// - **Request chains go early.** A stream that starts further requests
+///   ([`StreamMeta::leads_to`](crate::StreamMeta::leads_to), from a server that knows its
+///   pages) is on the page load's critical path: a small one goes ahead of every bucket and is
+///   planned as waiting behind none; a larger one that leads to more bytes than it has goes
+///   first in its bucket, below the two most urgent buckets, whose arrival order the first
+///   paint depends on.
 /// - **Less urgent streams do not build a queue.** A bottleneck is first in, first out, so the
 ///   buckets order only what has not left yet. While more urgent streams are under way (or
 ///   were within two round trips), the less urgent ones may fill a path only up to two
@@ -326,9 +332,13 @@ impl PriorityBucket {
         let mut ids = [PathId(0); MAX_PATHS];
         let mut n = 0;
         for path in self.paths.usable().filter(|p| state.meta.allows(p.id)) {
-            let queued = self
-                .path_buckets(path.id)
-                .map_or(0, |b| b.queued_at_or_above(key.urgency));
+            // A stream that goes ahead of every bucket waits behind none of them.
+            let queued = match self.chain(state) {
+                Chain::Ahead => 0,
+                Chain::FirstInBucket | Chain::None => self
+                    .path_buckets(path.id)
+                    .map_or(0, |b| b.queued_at_or_above(key.urgency)),
+            };
             // A stream of known size is allocated once: the queue a path holds then delays
             // it. One of unknown size is allocated piece by piece as it is written, and pieces
             // that followed each path's queue from write to write would flap between the paths
@@ -585,14 +595,20 @@ impl PriorityBucket {
         (limit as u64).saturating_sub(holds)
     }
 
-    /// Where a stream stands in a path's order: (bucket, not risen, arrival). A small stream
-    /// that has waited n >= 1 steps goes ahead of the rest of bucket `urgency - (n - 1)`.
+    /// Where a stream stands in a path's order: (bucket, not risen, arrival). A stream that
+    /// starts a chain of requests rises as [`Self::chain`] says; a small stream that has
+    /// waited n >= 1 steps goes ahead of the rest of bucket `urgency - (n - 1)`.
     fn turn(&self, key: BucketKey, now: Instant) -> (u8, bool, u64) {
         let urgency = key.urgency.get();
-        let small = self
-            .streams
-            .get(key.stream)
-            .is_some_and(|s| s.left() <= self.config.small_stream);
+        let Some(state) = self.streams.get(key.stream) else {
+            return (urgency, true, key.seq);
+        };
+        match self.chain(state) {
+            Chain::Ahead => return (0, false, key.seq),
+            Chain::FirstInBucket => return (urgency, false, key.seq),
+            Chain::None => {}
+        }
+        let small = state.left() <= self.config.small_stream;
         let waited = self
             .waiting
             .get(&key.stream)
@@ -607,6 +623,32 @@ impl PriorityBucket {
         (urgency.saturating_sub(lift), false, key.seq)
     }
 
+    /// How far a stream rises for the requests it starts ([`StreamMeta::leads_to`]): the
+    /// page's next requests wait for it, so it is on the load's critical path. A small one goes
+    /// ahead of every bucket, which delays the others by at most
+    /// [`PriorityBucketConfig::small_stream`] bytes. A larger one goes first in its bucket when
+    /// what it leads to outweighs it, in a bucket below [`ARRIVAL_ORDER`]. Strict buckets
+    /// (`small_stream` 0) lift nothing.
+    ///
+    /// [`StreamMeta::leads_to`]: crate::StreamMeta::leads_to
+    fn chain(&self, state: &StreamState) -> Chain {
+        let Some(lead) = state.meta.leads_to else {
+            return Chain::None;
+        };
+        if self.config.small_stream == 0 {
+            return Chain::None;
+        }
+        if state.left() <= self.config.small_stream {
+            return Chain::Ahead;
+        }
+        let outweighs = state.meta.size.is_some_and(|size| lead.bytes >= size);
+        if outweighs && state.meta.effective_urgency().get() > ARRIVAL_ORDER {
+            Chain::FirstInBucket
+        } else {
+            Chain::None
+        }
+    }
+
     /// Whether a path's estimates moved past the drift threshold since the last allocation.
     fn drifted(&self, path: &PathSnapshot) -> bool {
         let Some(lane) = self.lane(path.id) else {
@@ -618,6 +660,25 @@ impl PriorityBucket {
             self.config.drift_threshold,
         )
     }
+}
+
+/// Buckets up to this urgency keep arrival order for streams that start chains of requests:
+/// a page's first paint waits for every stream in them (RFC 9218's two most urgent levels, the
+/// critical objects re-injection covers by default), and a large script taken out of turn
+/// there delays it. In the buckets below, the first paint waits for none, and the chain
+/// decides the load time: bing.com-2024's 86 kB `experience.js` leads to 333 kB of further
+/// requests (docs/results/2026-11-29-request-chains/).
+const ARRIVAL_ORDER: u8 = 1;
+
+/// How far a stream that starts further requests rises ([`PriorityBucket::chain`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chain {
+    /// Its turn: it starts none, or does not rise for them.
+    None,
+    /// First in its bucket.
+    FirstInBucket,
+    /// Ahead of every bucket.
+    Ahead,
 }
 
 fn key_of(state: &StreamState) -> BucketKey {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::*;
-use crate::{PathStatus, Urgency};
+use crate::{Lead, PathStatus, Urgency};
 
 const MTU: f64 = 1500.0;
 
@@ -446,7 +446,7 @@ fn a_stream_that_leads_to_critical_ones_waits_in_their_bucket() {
     let now = Instant::now();
     let mut streams: Vec<StreamMeta> = (0..10).map(|i| stream(i, 3, 100_000)).collect();
     streams.push(stream(10, 1, 500_000));
-    streams.push(stream(11, 3, 1_000).with_leads_to(Urgency::HIGHEST));
+    streams.push(stream(11, 3, 1_000).with_leads_to(lead(0, 500)));
     let mut pb = one_path_with(PriorityBucketConfig::paper(), now, &streams);
     let first = pb.poll_send(now, PathId(0), 1_200).unwrap();
     assert_eq!((first.stream, first.bytes), (StreamId(11), 1_000));
@@ -454,6 +454,47 @@ fn a_stream_that_leads_to_critical_ones_waits_in_their_bucket() {
         pb.poll_send(now, PathId(0), 1_200).unwrap().stream,
         StreamId(10)
     );
+}
+
+fn lead(urgency: u8, bytes: u64) -> Lead {
+    Lead {
+        urgency: Urgency::new(urgency).unwrap(),
+        bytes,
+    }
+}
+
+/// A stream that starts further requests is on the page load's critical path: a small one goes
+/// ahead of every bucket at once, a large one that leads to more than itself first in its
+/// bucket (below the two most urgent buckets), one that leads to less keeps its turn, and the
+/// paper's strict buckets keep every stream in its turn.
+#[test]
+fn a_stream_that_starts_a_chain_of_requests_goes_early() {
+    let now = Instant::now();
+    let first = |config: PriorityBucketConfig, streams: &[StreamMeta]| {
+        let mut pb = one_path_with(config, now, streams);
+        pb.poll_send(now, PathId(0), 1_200).unwrap().stream
+    };
+    let default = PriorityBucketConfig::default;
+    let images = stream(0, 3, 1_000_000);
+    let css = stream(1, 0, 1_000_000);
+    // A 9.6 kB script of urgency 1 that leads to 700 kB of urgency-3 scripts.
+    let initializer = stream(2, 1, 9_600).with_leads_to(lead(3, 700_000));
+    assert_eq!(first(default(), &[css, images, initializer]), StreamId(2));
+    assert_eq!(
+        first(PriorityBucketConfig::paper(), &[css, images, initializer]),
+        StreamId(1)
+    );
+    // An 86 kB script of urgency 3 that leads to 333 kB more: ahead of the images that came
+    // first in its bucket, still behind the CSS.
+    let experience = stream(3, 3, 86_000).with_leads_to(lead(3, 333_000));
+    assert_eq!(first(default(), &[images, experience]), StreamId(3));
+    assert_eq!(first(default(), &[css, images, experience]), StreamId(1));
+    // Leading to less than itself, or in a bucket the first paint waits for: its turn.
+    let vendor = stream(4, 3, 446_000).with_leads_to(lead(3, 63_000));
+    assert_eq!(first(default(), &[images, vendor]), StreamId(0));
+    let framework = stream(5, 1, 100_000).with_leads_to(lead(1, 300_000));
+    let critical_js = stream(6, 1, 50_000);
+    assert_eq!(first(default(), &[critical_js, framework]), StreamId(6));
 }
 
 /// A small stream that waits goes first in its bucket after one step and rises a bucket per
