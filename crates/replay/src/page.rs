@@ -110,22 +110,13 @@ impl Page {
         for child in (0..self.objects.len()).rev() {
             if let Discovery::After { parent } = self.objects[child].discovery {
                 let object = &self.objects[child];
-                let (urgency, size) = (object.priority.urgency(), object.size);
-                let through = below[child].map_or(
-                    Lead {
-                        urgency,
-                        bytes: size,
-                    },
-                    |lead| Lead {
-                        urgency: lead.urgency.min(urgency),
-                        bytes: lead.bytes.saturating_add(size),
-                    },
-                );
+                let own = Lead {
+                    urgency: object.priority.urgency(),
+                    bytes: object.size,
+                };
+                let through = below[child].map_or(own, |lead| lead.and(own));
                 if let Some(slot) = below.get_mut(parent) {
-                    *slot = Some(slot.map_or(through, |lead| Lead {
-                        urgency: lead.urgency.min(through.urgency),
-                        bytes: lead.bytes.saturating_add(through.bytes),
-                    }));
+                    *slot = Some(slot.map_or(through, |lead| lead.and(through)));
                 }
             }
         }

@@ -183,6 +183,16 @@ pub struct Lead {
     pub bytes: u64,
 }
 
+impl Lead {
+    /// Both sets of requests together: the more urgent of the two, the bytes of both.
+    pub fn and(self, other: Lead) -> Lead {
+        Lead {
+            urgency: self.urgency.min(other.urgency),
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+}
+
 /// What a scheduler knows about a stream when it opens (and when its priority or size changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamMeta {
