@@ -331,13 +331,14 @@ impl PriorityBucket {
         }; MAX_PATHS];
         let mut ids = [PathId(0); MAX_PATHS];
         let mut n = 0;
+        // A stream that goes ahead of every bucket waits behind none of them.
+        let ahead = self.chain(state) == Chain::Ahead;
         for path in self.paths.usable().filter(|p| state.meta.allows(p.id)) {
-            // A stream that goes ahead of every bucket waits behind none of them.
-            let queued = match self.chain(state) {
-                Chain::Ahead => 0,
-                Chain::FirstInBucket | Chain::None => self
-                    .path_buckets(path.id)
-                    .map_or(0, |b| b.queued_at_or_above(key.urgency)),
+            let queued = if ahead {
+                0
+            } else {
+                self.path_buckets(path.id)
+                    .map_or(0, |b| b.queued_at_or_above(key.urgency))
             };
             // A stream of known size is allocated once: the queue a path holds then delays
             // it. One of unknown size is allocated piece by piece as it is written, and pieces
