@@ -353,6 +353,16 @@ where
     let mut next_timed = 0;
     let mut done = 0;
     while done < n {
+        // Objects already due go at once: a timer rounds its deadline up to the runtime's next
+        // millisecond tick, which held every request of a page discovered with its document
+        // (recorded offsets scaled to 0) up to a millisecond after the document completed.
+        while let (Some(at), Some(&(after, index))) = (document_done, timed.get(next_timed)) {
+            if at + after > Instant::now() {
+                break;
+            }
+            spawn(&mut tasks, index, &mut requested);
+            next_timed += 1;
+        }
         let due = document_done
             .zip(timed.get(next_timed))
             .map(|(at, (after, _))| at + *after);
@@ -396,16 +406,8 @@ where
                     spawn(&mut tasks, child, &mut requested);
                 }
             }
-            () = sleep_until(due), if due.is_some() => {
-                let now = Instant::now();
-                while let (Some(at), Some(&(after, index))) = (document_done, timed.get(next_timed)) {
-                    if at + after > now {
-                        break;
-                    }
-                    spawn(&mut tasks, index, &mut requested);
-                    next_timed += 1;
-                }
-            }
+            // What fell due is requested at the top of the loop.
+            () = sleep_until(due), if due.is_some() => {}
             else => {
                 // Nothing in flight and nothing due: the model left objects unreachable.
                 return Err(LoadError::Request {
