@@ -374,6 +374,36 @@ fn a_fresh_split_of_a_small_stream_is_not_taken_apart_by_the_first_path_asked() 
     assert_eq!(pb.quota(id, PathId(1)), theirs);
 }
 
+/// Requests of a page over two alike paths: each is smaller than a packet and of unknown
+/// size, so it goes whole on one path, the least queued, instead of in halves on both.
+#[test]
+fn a_request_smaller_than_a_packet_goes_whole_on_one_path() {
+    let now = Instant::now();
+    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
+    for i in 0..2 {
+        let alike = PathSnapshot::new(
+            PathId(i),
+            Duration::from_millis(10),
+            Bandwidth::from_bits_per_sec(25e6).unwrap(),
+            100_000,
+        );
+        pb.on_path_added(now, &alike).unwrap();
+    }
+    for id in [StreamId(0), StreamId(4)] {
+        pb.on_stream_opened(now, &StreamMeta::new(id)).unwrap();
+        pb.on_data_queued(now, id, 90).unwrap();
+    }
+    let quotas = |pb: &PriorityBucket, id| (pb.quota(id, PathId(0)), pb.quota(id, PathId(1)));
+    assert_eq!(quotas(&pb, StreamId(0)), (90, 0));
+    assert_eq!(quotas(&pb, StreamId(4)), (0, 90));
+    // A larger write of unknown size is still split by the paths' delays and rates.
+    let id = StreamId(8);
+    pb.on_stream_opened(now, &StreamMeta::new(id)).unwrap();
+    pb.on_data_queued(now, id, 20_000).unwrap();
+    let (mine, theirs) = quotas(&pb, id);
+    assert!(mine > 0 && theirs > 0, "split: {mine} and {theirs}");
+}
+
 /// A long-RTT path with a small window carries one window per round trip, not its bottleneck
 /// rate: capped by cwnd / SRTT it gets a smaller share than the paper's b_i would give it, and
 /// in slow start, where the window doubles while the stream is under way, twice that rate.
