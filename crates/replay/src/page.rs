@@ -98,8 +98,9 @@ impl Page {
     }
 
     /// For each object that leads to further requests (descendants through
-    /// [`Discovery::After`]), the most urgent of them and their bytes in all: what a server
-    /// that knows the page tells the scheduler
+    /// [`Discovery::After`], and for the main document also the objects requested after it,
+    /// [`Discovery::AfterDocument`]), the most urgent of them and their bytes in all: what a
+    /// server that knows the page tells the scheduler
     /// ([`mpquic_core::Connection::set_stream_leads_to`]), so that a small script that leads to
     /// critical CSS does not wait behind images of its own urgency, and a script that starts a
     /// chain of requests goes before those that start none.
@@ -108,7 +109,13 @@ impl Page {
         // A parent has a lower index than its children: one pass from the end sees every
         // child's subtree before its parent.
         for child in (0..self.objects.len()).rev() {
-            if let Discovery::After { parent } = self.objects[child].discovery {
+            // What is requested after the main document completes, the document leads to.
+            let parent = match self.objects[child].discovery {
+                Discovery::After { parent } => Some(parent),
+                Discovery::AfterDocument(_) => Some(self.main_document),
+                Discovery::Document => None,
+            };
+            if let Some(parent) = parent.filter(|&parent| parent < child) {
                 let object = &self.objects[child];
                 let own = Lead {
                     urgency: object.priority.urgency(),
@@ -209,7 +216,8 @@ mod tests {
     }
 
     /// A script leads to what it inserts, and to what that inserts: the most urgent of them
-    /// and their bytes in all.
+    /// and their bytes in all. The document also leads to what is requested after it
+    /// completes.
     #[test]
     fn a_stream_leads_to_its_descendants() {
         let script = ResourceType::Script { blocking: false };
@@ -225,6 +233,12 @@ mod tests {
                 object("theme.css", 0, ResourceType::Stylesheet, after(3)),
                 object("tracker.js", 4, script, after(0)),
                 object("pixel.gif", 5, ResourceType::Image, after(5)),
+                object(
+                    "late.png",
+                    6,
+                    ResourceType::Image,
+                    Discovery::AfterDocument(Duration::ZERO),
+                ),
             ],
             main_document: 0,
             warnings: Vec::new(),
@@ -238,12 +252,13 @@ mod tests {
         assert_eq!(
             page.leads_to(),
             vec![
-                lead(0, 6),
+                lead(0, 7),
                 None,
                 lead(0, 2),
                 lead(0, 1),
                 None,
                 lead(5, 1),
+                None,
                 None
             ]
         );

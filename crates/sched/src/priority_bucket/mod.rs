@@ -14,8 +14,8 @@ use buckets::{BucketKey, PathBuckets};
 use crate::baseline::PACKET_PAYLOAD;
 use crate::drift;
 use crate::{
-    Bandwidth, Grant, PathId, PathSnapshot, PathTable, SchedError, Scheduler, StreamId, StreamMeta,
-    StreamState, StreamTable, Urgency, MAX_PATHS,
+    Bandwidth, Grant, Lead, PathId, PathSnapshot, PathTable, SchedError, Scheduler, StreamId,
+    StreamMeta, StreamState, StreamTable, Urgency, MAX_PATHS,
 };
 
 /// The least a path may hold of less urgent streams: four packets, so that a path whose
@@ -88,7 +88,8 @@ impl PriorityBucketConfig {
     }
 
     /// How much a path may hold of less urgent streams while more urgent ones are under way
-    /// (or were within two of its round trips), in bandwidth-delay products (estimated
+    /// (or were within two of its round trips and may lead to more urgent requests), in
+    /// bandwidth-delay products (estimated
     /// bandwidth times the smallest RTT; at least four packets): bytes in flight and waiting
     /// to leave, of every stream. A bottleneck is first in, first out, so what a less urgent
     /// stream puts into its queue delays every urgent stream that comes after it; a web page's
@@ -217,7 +218,8 @@ impl Default for PriorityBucketConfig {
 ///   paint depends on.
 /// - **Less urgent streams do not build a queue.** A bottleneck is first in, first out, so the
 ///   buckets order only what has not left yet. While more urgent streams are under way (or
-///   were within two round trips), the less urgent ones may fill a path only up to two
+///   were within two round trips, unless what they lead to is known to be no more urgent
+///   than the held ones), the less urgent ones may fill a path only up to two
 ///   bandwidth-delay products ([`PriorityBucketConfig::queue_limit`]), so the next urgent
 ///   stream waits behind at most about one product of them in the bottleneck's queue, not
 ///   behind a congestion window in slow start.
@@ -234,12 +236,15 @@ pub struct PriorityBucket {
     presence: Presence,
 }
 
-/// Per bucket, how many streams it holds and when it last held one: whether more urgent
-/// streams are under way, or were a moment ago, so that more may follow.
+/// Per bucket, how many streams it holds, and when a stream last left that may lead to
+/// requests as urgent as it: whether more urgent streams are under way, or were a moment ago,
+/// so that more may follow.
 #[derive(Debug, Default)]
 struct Presence {
     streams: [u32; Urgency::LEVELS],
-    emptied: [Option<Instant>; Urgency::LEVELS],
+    /// By the least urgent of a stream's bucket and of the requests it leads to: when such a
+    /// stream last left.
+    left: [Option<Instant>; Urgency::LEVELS],
 }
 
 impl Presence {
@@ -248,20 +253,24 @@ impl Presence {
         *count = count.saturating_add(1);
     }
 
-    fn leave(&mut self, urgency: Urgency, now: Instant) {
+    /// A stream of bucket `urgency` leaves. What follows it is no more urgent than what it
+    /// leads to, when that is known ([`StreamMeta::leads_to`]): then it holds back only the
+    /// buckets below that.
+    ///
+    /// [`StreamMeta::leads_to`]: crate::StreamMeta::leads_to
+    fn leave(&mut self, urgency: Urgency, leads_to: Option<Lead>, now: Instant) {
         let index = usize::from(urgency.get());
         self.streams[index] = self.streams[index].saturating_sub(1);
-        if self.streams[index] == 0 {
-            self.emptied[index] = Some(now);
-        }
+        let follows = leads_to.map_or(urgency, |lead| lead.urgency.max(urgency));
+        self.left[usize::from(follows.get())] = Some(now);
     }
 
-    /// Whether a bucket more urgent than `urgency` holds a stream or held one within `recent`.
+    /// Whether a bucket more urgent than `urgency` holds a stream, or a stream left within
+    /// `recent` that may lead to requests more urgent than `urgency`.
     fn above(&self, urgency: Urgency, now: Instant, recent: Duration) -> bool {
         (0..usize::from(urgency.get())).any(|index| {
             self.streams[index] > 0
-                || self.emptied[index]
-                    .is_some_and(|emptied| now.saturating_duration_since(emptied) < recent)
+                || self.left[index].is_some_and(|left| now.saturating_duration_since(left) < recent)
         })
     }
 }
@@ -577,7 +586,9 @@ impl PriorityBucket {
 
     /// Whether streams of `urgency` are held to the path's queue limit: while more urgent
     /// streams are under way, or were within two of the path's round trips, since the next
-    /// urgent request of a page comes about a round trip after the last urgent response.
+    /// urgent request of a page comes about a round trip after the last urgent response. A
+    /// stream whose requests are known to be no more urgent than `urgency` holds nothing once
+    /// it has left.
     fn queue_limited(&self, path: PathId, urgency: Urgency, now: Instant) -> bool {
         let recent = self
             .paths
@@ -766,9 +777,10 @@ impl Scheduler for PriorityBucket {
                 .get(meta.id)
                 .ok_or(SchedError::UnknownStream(meta.id))?,
         );
+        let old_lead = self.streams.get(meta.id).and_then(|s| s.meta.leads_to);
         self.clear_stream(old);
         self.streams.update(*meta)?;
-        self.presence.leave(old.urgency, now);
+        self.presence.leave(old.urgency, old_lead, now);
         self.presence.enter(meta.effective_urgency());
         self.ensure_allocated(meta.id);
         Ok(())
@@ -802,7 +814,7 @@ impl Scheduler for PriorityBucket {
         self.waiting.remove(&stream);
         if let Some(state) = self.streams.remove(stream) {
             let key = key_of(&state);
-            self.presence.leave(key.urgency, now);
+            self.presence.leave(key.urgency, state.meta.leads_to, now);
             self.clear_stream(key);
         }
     }

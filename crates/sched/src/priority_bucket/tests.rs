@@ -667,6 +667,33 @@ fn the_queue_limit_holds_only_while_more_urgent_streams_are_under_way() {
     }
 }
 
+/// A document that leads only to requests as little urgent as the stream below it (bing-2013's
+/// image) does not hold that stream to the queue limit once it has left. One that leads to
+/// more urgent requests, or whose requests are not known, holds it for two round trips.
+#[test]
+fn an_urgent_stream_holds_the_queue_after_it_only_for_more_urgent_requests() {
+    let start = Instant::now();
+    let closed = start + Duration::from_millis(20);
+    let first_grant_after = |document: StreamMeta| {
+        let streams = [document, stream(1, 3, 100_000)];
+        let mut pb = one_path_with(PriorityBucketConfig::default(), start, &streams);
+        let first = pb.poll_send(start, PathId(0), 10).unwrap();
+        assert_eq!(first.stream, StreamId(0));
+        pb.on_stream_closed(closed, StreamId(0));
+        pb.poll_send(closed, PathId(0), 100_000).unwrap().bytes
+    };
+    let document = stream(0, 0, 10);
+    assert_eq!(
+        first_grant_after(document.with_leads_to(lead(3, 100_000))),
+        100_000
+    );
+    assert_eq!(
+        first_grant_after(document.with_leads_to(lead(2, 100_000))),
+        19_990
+    );
+    assert_eq!(first_grant_after(document), 19_990);
+}
+
 /// An application that writes a size-hinted stream slower than the paths carry it: each write
 /// is shared in the plan's proportions, whichever path is asked first, so that path does not
 /// take it whole while the other waits with its quota. Once everything is written, each path
