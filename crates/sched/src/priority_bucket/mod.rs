@@ -89,9 +89,8 @@ impl PriorityBucketConfig {
 
     /// How much a path may hold of less urgent streams while more urgent ones are under way
     /// (or were within two of its round trips and may lead to more urgent requests), in
-    /// bandwidth-delay products (estimated
-    /// bandwidth times the smallest RTT; at least four packets): bytes in flight and waiting
-    /// to leave, of every stream. A bottleneck is first in, first out, so what a less urgent
+    /// bandwidth-delay products (estimated bandwidth times the smallest RTT; at least four
+    /// packets): bytes in flight and waiting to leave, of every stream. A bottleneck is first in, first out, so what a less urgent
     /// stream puts into its queue delays every urgent stream that comes after it; a web page's
     /// urgent objects come a round trip apart, each behind the images and scripts granted
     /// before it. Two products let the path's delivery rate, and so its estimate, double per
@@ -772,12 +771,11 @@ impl Scheduler for PriorityBucket {
     }
 
     fn on_stream_updated(&mut self, now: Instant, meta: &StreamMeta) -> Result<(), SchedError> {
-        let old = key_of(
-            self.streams
-                .get(meta.id)
-                .ok_or(SchedError::UnknownStream(meta.id))?,
-        );
-        let old_lead = self.streams.get(meta.id).and_then(|s| s.meta.leads_to);
+        let state = self
+            .streams
+            .get(meta.id)
+            .ok_or(SchedError::UnknownStream(meta.id))?;
+        let (old, old_lead) = (key_of(state), state.meta.leads_to);
         self.clear_stream(old);
         self.streams.update(*meta)?;
         self.presence.leave(old.urgency, old_lead, now);
