@@ -87,15 +87,15 @@ impl PriorityBucketConfig {
         self
     }
 
-    /// How much a path may hold of less urgent streams while more urgent ones are under way
-    /// (or were within two of its round trips and may lead to more urgent requests), in
-    /// bandwidth-delay products (estimated bandwidth times the smallest RTT; at least four
-    /// packets): bytes in flight and waiting to leave, of every stream. A bottleneck is first in, first out, so what a less urgent
-    /// stream puts into its queue delays every urgent stream that comes after it; a web page's
-    /// urgent objects come a round trip apart, each behind the images and scripts granted
-    /// before it. Two products let the path's delivery rate, and so its estimate, double per
-    /// round trip, as slow start does. Once the urgent streams are over, the rest of the page
-    /// is not held back. NaN or infinity: no limit.
+    /// How much a path may hold of less urgent streams while more urgent ones are under way (or
+    /// were within two of its round trips and may lead to more urgent requests), in bandwidth-delay
+    /// products (estimated bandwidth times the smallest RTT; at least four packets): bytes in
+    /// flight and waiting to leave, of every stream. A bottleneck is first in, first out, so what a
+    /// less urgent stream puts into its queue delays every urgent stream that comes after it; a web
+    /// page's urgent objects come a round trip apart, each behind the images and scripts granted
+    /// before it. Two products let the path's delivery rate, and so its estimate, double per round
+    /// trip, as slow start does. Once the urgent streams are over, the rest of the page is not held
+    /// back. NaN or infinity: no limit.
     ///
     /// # Default
     /// 2.
