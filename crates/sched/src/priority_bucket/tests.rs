@@ -343,6 +343,22 @@ fn a_path_that_ran_out_of_quota_takes_part_of_the_unsent_rest() {
     assert_eq!(run(PriorityBucketConfig::paper()), None);
 }
 
+/// PriorityBucket's default over pb-low's two alike paths (25 Mbit/s, 10 ms RTT), each with
+/// a 100 kB window.
+fn two_alike_paths(now: Instant) -> PriorityBucket {
+    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
+    for i in 0..2 {
+        let alike = PathSnapshot::new(
+            PathId(i),
+            Duration::from_millis(10),
+            Bandwidth::from_bits_per_sec(25e6).unwrap(),
+            100_000,
+        );
+        pb.on_path_added(now, &alike).unwrap();
+    }
+    pb
+}
+
 /// A plan just made leaves each path what it sends in about the same time: the path asked
 /// first takes its share and leaves the other's, however much room it has, instead of taking
 /// half the rest again after every grant.
@@ -350,19 +366,7 @@ fn a_path_that_ran_out_of_quota_takes_part_of_the_unsent_rest() {
 fn a_fresh_split_of_a_small_stream_is_not_taken_apart_by_the_first_path_asked() {
     let now = Instant::now();
     let id = StreamId(0);
-    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
-    for i in 0..2 {
-        let equal = PathSnapshot {
-            cwnd: 100_000,
-            ..PathSnapshot::new(
-                PathId(i),
-                Duration::from_millis(10),
-                Bandwidth::from_bits_per_sec(25e6).unwrap(),
-                u64::MAX,
-            )
-        };
-        pb.on_path_added(now, &equal).unwrap();
-    }
+    let mut pb = two_alike_paths(now);
     pb.on_stream_opened(now, &StreamMeta::new(id).with_size(40_000))
         .unwrap();
     pb.on_data_queued(now, id, 40_000).unwrap();
@@ -379,16 +383,7 @@ fn a_fresh_split_of_a_small_stream_is_not_taken_apart_by_the_first_path_asked() 
 #[test]
 fn a_request_smaller_than_a_packet_goes_whole_on_one_path() {
     let now = Instant::now();
-    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
-    for i in 0..2 {
-        let alike = PathSnapshot::new(
-            PathId(i),
-            Duration::from_millis(10),
-            Bandwidth::from_bits_per_sec(25e6).unwrap(),
-            100_000,
-        );
-        pb.on_path_added(now, &alike).unwrap();
-    }
+    let mut pb = two_alike_paths(now);
     for id in [StreamId(0), StreamId(4)] {
         pb.on_stream_opened(now, &StreamMeta::new(id)).unwrap();
         pb.on_data_queued(now, id, 90).unwrap();
