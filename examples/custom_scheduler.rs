@@ -74,8 +74,7 @@ impl Scheduler for FastLane {
             // Urgent first, then by arrival.
             .min_by_key(|s| (s.meta.effective_urgency(), s.seq))?;
         let stream = next.meta.id;
-        let bytes = self.streams.take(stream, room);
-        (bytes > 0).then_some(Grant { stream, bytes })
+        self.streams.grant(stream, room)
     }
 }
 

@@ -106,8 +106,7 @@
 //!     fn poll_send(&mut self, _: Instant, _: PathId, room: u64) -> Option<Grant> {
 //!         let first = self.streams.iter().filter(|s| s.queued > 0).min_by_key(|s| s.seq)?;
 //!         let stream = first.meta.id;
-//!         let bytes = self.streams.take(stream, room);
-//!         (bytes > 0).then_some(Grant { stream, bytes })
+//!         self.streams.grant(stream, room)
 //!     }
 //! }
 //!

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mpquic_sched::{
-    Lead, PathId, PathSet, PathSnapshot, PathStatus, Priority, Reinjection, Scheduler, StreamId,
-    StreamMeta, Urgency,
+    Grant, Lead, PathId, PathSet, PathSnapshot, PathStatus, Priority, Reinjection, Scheduler,
+    StreamId, StreamMeta, Urgency,
 };
 
 use crate::arrivals::ArrivalLog;
@@ -679,15 +679,14 @@ impl Connection {
     pub(crate) fn take_grant(
         &mut self,
         path: PathId,
-        stream: StreamId,
-        bytes: u64,
+        grant: Grant,
         expected: Expected,
     ) -> Option<ChunkWork> {
-        let send = self.streams.get_mut(&stream.0)?.send.as_mut()?;
+        let send = self.streams.get_mut(&grant.stream.0)?.send.as_mut()?;
         if send.reset.is_some() {
             return None;
         }
-        let mut budget = bytes;
+        let mut budget = grant.bytes;
         let mut ranges = Vec::new();
         while budget > 0 {
             let Some(range) = send.resend.pop_front(budget) else {
@@ -704,7 +703,7 @@ impl Connection {
             ranges.push(send.next_fresh..send.next_fresh + fresh);
             send.next_fresh += fresh;
         }
-        let (work, sent) = send.send_ranges(path, ranges, expected);
+        let (work, sent) = send.send_ranges(path, ranges, expected, grant.urgency);
         self.count_sent(path, sent);
         Some(work)
     }
@@ -1802,7 +1801,8 @@ impl Connection {
                 send.reinject_to = None;
                 self.reinjecting.remove(&id);
             }
-            let (work, sent) = send.send_ranges(path, ranges, expected);
+            let urgency = send.meta.effective_urgency();
+            let (work, sent) = send.send_ranges(path, ranges, expected, urgency);
             self.count_sent(path, sent);
             if !work.pieces.is_empty() || work.all_granted {
                 push_work(batch, work);
@@ -1942,8 +1942,7 @@ impl Connection {
                 break;
             };
             left = left.saturating_sub(grant.bytes);
-            let Some(work) = self.take_grant(path, grant.stream, grant.bytes, expected(left))
-            else {
+            let Some(work) = self.take_grant(path, grant, expected(left)) else {
                 continue;
             };
             if work.pieces.is_empty() && !work.all_granted {
@@ -1958,8 +1957,7 @@ impl Connection {
                     .poll_send_urgent(now, path, urgent_left, PAST_THE_WINDOW)
             {
                 urgent_left = urgent_left.saturating_sub(grant.bytes);
-                let Some(work) = self.take_grant(path, grant.stream, grant.bytes, expected(0))
-                else {
+                let Some(work) = self.take_grant(path, grant, expected(0)) else {
                     continue;
                 };
                 if !work.pieces.is_empty() || work.all_granted {

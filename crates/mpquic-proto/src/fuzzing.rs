@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use mpquic_sched::{PathId, SchedulerKind, StreamId};
+use mpquic_sched::{Grant, PathId, SchedulerKind, StreamId, Urgency};
 
 use crate::error::{ConnectionError, ProtocolError, ReadError, WriteError};
 use crate::send::Expected;
@@ -136,9 +136,12 @@ impl StateDriver {
             lands: now,
             overdue: now,
         };
-        let work = self
-            .0
-            .take_grant(PathId(path), StreamId(id), bytes, expected)?;
+        let grant = Grant {
+            stream: StreamId(id),
+            bytes,
+            urgency: Urgency::DEFAULT,
+        };
+        let work = self.0.take_grant(PathId(path), grant, expected)?;
         Some(work.bytes())
     }
 

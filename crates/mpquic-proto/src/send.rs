@@ -212,13 +212,14 @@ impl SendState {
         self.take_in_flight_where(max, chosen)
     }
 
-    /// Records `ranges` as sent on `path` and slices them into the chunks to write, skipping
-    /// bytes already acknowledged; returns them with the bytes they hold.
+    /// Records `ranges` as sent on `path` and slices them into the chunks to write at
+    /// `urgency`, skipping bytes already acknowledged; returns them with the bytes they hold.
     pub(crate) fn send_ranges(
         &mut self,
         path: PathId,
         ranges: Vec<Range<u64>>,
         expected: Expected,
+        urgency: Urgency,
     ) -> (ChunkWork, u64) {
         let mut pieces = Vec::with_capacity(ranges.len());
         let mut sent = 0;
@@ -241,7 +242,7 @@ impl SendState {
         self.counters.add(path, sent);
         let work = ChunkWork {
             stream: self.meta.id.0,
-            priority: self.quinn_priority(),
+            priority: self.quinn_priority(urgency),
             pieces,
             all_granted: self.all_granted(),
         };
@@ -253,10 +254,11 @@ impl SendState {
         std::mem::take(&mut self.writer_waiting)
     }
 
-    /// The priority of this stream's per-path transport streams (quinn's scale, higher first): urgency bucket first, then arrival
-    /// order (earlier first) unless incremental, where quinn's fairness round-robins.
-    pub(crate) fn quinn_priority(&self) -> i32 {
-        let bucket = i32::from(Urgency::LOWEST.get() - self.meta.effective_urgency().get());
+    /// The priority of this stream's per-path transport streams when sent at `urgency`
+    /// (quinn's scale, higher first): the urgency first, then arrival order (earlier first)
+    /// unless incremental, where quinn's fairness round-robins.
+    fn quinn_priority(&self, urgency: Urgency) -> i32 {
+        let bucket = i32::from(Urgency::LOWEST.get() - urgency.get());
         if self.meta.incremental {
             bucket << 20
         } else {

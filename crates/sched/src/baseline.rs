@@ -62,9 +62,9 @@ impl Tables {
     /// Takes up to `bytes` of `stream` off its queue as a grant on `path`, whose room shrinks
     /// by as much; `None` rather than an empty grant when nothing is left.
     pub(crate) fn grant(&mut self, path: PathId, stream: StreamId, bytes: u64) -> Option<Grant> {
-        let bytes = self.streams.take(stream, bytes);
-        self.paths.charge(path, bytes);
-        (bytes > 0).then_some(Grant { stream, bytes })
+        let grant = self.streams.grant(stream, bytes)?;
+        self.paths.charge(path, grant.bytes);
+        Some(grant)
     }
 }
 

@@ -641,7 +641,8 @@ mod tests {
             sec.poll_send(now, PathId(0), 1 << 20),
             Some(Grant {
                 stream: StreamId(0),
-                bytes: 20_000
+                bytes: 20_000,
+                urgency: Urgency::DEFAULT,
             })
         );
 

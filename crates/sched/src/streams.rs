@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{SchedError, StreamId, StreamMeta};
+use crate::{Grant, SchedError, StreamId, StreamMeta};
 
 /// A stream as a scheduler tracks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +93,18 @@ impl StreamTable {
         state.queued -= bytes;
         state.granted = state.granted.saturating_add(bytes);
         bytes
+    }
+
+    /// Takes up to `bytes` of a stream's queued bytes ([`Self::take`]) as a grant in its own
+    /// bucket, its effective urgency; `None` rather than an empty grant.
+    pub fn grant(&mut self, id: StreamId, bytes: u64) -> Option<Grant> {
+        let urgency = self.streams.get(&id)?.meta.effective_urgency();
+        let bytes = self.take(id, bytes);
+        (bytes > 0).then_some(Grant {
+            stream: id,
+            bytes,
+            urgency,
+        })
     }
 
     /// Forgets a stream (closed or reset); unknown ids are ignored.

@@ -404,4 +404,9 @@ pub struct Grant {
     pub stream: StreamId,
     /// How many bytes, at least 1 and at most the room offered.
     pub bytes: u64,
+    /// The bucket the scheduler took them from: the stream's effective urgency, or a more
+    /// urgent one where the scheduler lifted the stream ahead. The path's sender orders the
+    /// bytes it holds by it, so that bytes sent ahead do not wait there behind more urgent
+    /// bytes granted after them.
+    pub urgency: Urgency,
 }

@@ -459,6 +459,8 @@ impl PriorityBucket {
             None => return None,
         };
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
+        let (bucket, _, _) = self.turn(key, now);
+        let urgency = Urgency::new(bucket).unwrap_or(key.urgency);
         let mut bytes = room.min(allowed);
         if self.queue_limited(path, key.urgency, now) {
             bytes = bytes.min(self.queue_room(path));
@@ -489,6 +491,7 @@ impl PriorityBucket {
         Some(Grant {
             stream: key.stream,
             bytes,
+            urgency,
         })
     }
 

@@ -522,6 +522,28 @@ fn a_stream_that_starts_a_chain_of_requests_goes_early() {
     assert_eq!(first(default(), &[critical_js, framework]), StreamId(6));
 }
 
+/// A grant carries the bucket its stream was taken from, so the path's sender keeps it ahead
+/// of what was granted after it: the bucket a stream rose to, or its own.
+#[test]
+fn a_grant_says_the_bucket_its_stream_rose_to() {
+    let now = Instant::now();
+    let granted = |streams: &[StreamMeta], at: Instant| {
+        let mut pb = one_path_with(PriorityBucketConfig::default(), now, streams);
+        pb.poll_send(at, PathId(0), 1_200)
+            .map(|grant| (grant.stream, grant.urgency.get()))
+    };
+    let css = stream(1, 0, 1_000_000);
+    let initializer = stream(2, 1, 9_600).with_leads_to(lead(3, 700_000));
+    assert_eq!(granted(&[css, initializer], now), Some((StreamId(2), 0)));
+    assert_eq!(granted(&[css], now), Some((StreamId(1), 0)));
+    let images = stream(0, 3, 1_000_000);
+    let script = stream(3, 4, 1_000);
+    assert_eq!(granted(&[images, script], now), Some((StreamId(0), 3)));
+    // Two steps of waiting lift the small script a bucket above its own.
+    let later = now + Duration::from_millis(100);
+    assert_eq!(granted(&[images, script], later), Some((StreamId(3), 3)));
+}
+
 /// A small stream that waits goes first in its bucket after one step and rises a bucket per
 /// further step; a large stream and the paper's strict buckets never go out of turn.
 #[test]
