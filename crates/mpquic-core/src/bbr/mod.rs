@@ -69,6 +69,12 @@
 //! the initial window leaves at once and queues behind itself whatever the path's rate. With
 //! that the returning path dropped 0-10 datagrams and the longest wait was 112 ms
 //! (docs/results/2026-11-28-startup-delay/); [`BbrConfig::startup_delay_exit`] turns it off.
+//! Packets that left with a BDP or more in flight count too, app-limited or not: the pipe was
+//! full when they left, so the queue they met is the path's. A multipath scheduler that holds
+//! a path's flight at two BDPs of its estimate, a little below Startup's window, makes every
+//! sample app-limited; the path then stayed in Startup with a BDP standing in its queue. In
+//! the simulation of nytimes.com on pb-high, the 40 Mbit/s path held 50 ms of queue for
+//! 250 ms, in front of every urgent response sent on it (docs/results/2026-12-04-startup-held/).
 //!
 //! # Two more departures, for paths a scheduler keeps short of data
 //! A multipath scheduler feeds each path its share in bursts, so a slow path is often

@@ -369,11 +369,11 @@ impl BbrModel {
             return;
         };
         let sample = self.rates.on_packet_acked(now, &record.rate, bytes);
-        // Startup's delay check counts packets the window held back only, after the first
-        // round: the initial window and an app-limited burst leave at once and queue behind
-        // themselves whatever the path's rate.
-        if self.state == BbrState::Startup && self.round_count > 1 && !record.rate.is_app_limited()
-        {
+        // Startup's delay check counts packets the window held back, and those that left with
+        // a full pipe, after the first round: the initial window and an app-limited burst
+        // leave at once and queue behind themselves whatever the path's rate.
+        let counts = !record.rate.is_app_limited() || record.tx_in_flight >= self.bdp_multiple(1.0);
+        if self.state == BbrState::Startup && self.round_count > 1 && counts {
             self.count_queued_sample(now.saturating_duration_since(sent));
         }
         let batch = &mut self.batch;
