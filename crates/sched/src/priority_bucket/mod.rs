@@ -428,10 +428,15 @@ impl PriorityBucket {
         }
     }
 
-    /// The stream a path sends next and what it may take of it ([`Self::allowance`]): the
-    /// first in bucket order with some allowed there, small streams that waited counted in the
-    /// bucket they have risen to.
-    fn next_on(&self, path: PathId, now: Instant, most: Urgency) -> Option<(BucketKey, u64)> {
+    /// The stream a path sends next, what it may take of it ([`Self::allowance`]) and the
+    /// bucket it is taken from: the first in bucket order with some allowed there, small
+    /// streams that waited counted in the bucket they have risen to.
+    fn next_on(
+        &self,
+        path: PathId,
+        now: Instant,
+        most: Urgency,
+    ) -> Option<(BucketKey, u64, Urgency)> {
         let streams = &self.streams;
         let mut ready = self
             .path_buckets(path)?
@@ -443,9 +448,14 @@ impl PriorityBucket {
                 (allowed > 0).then_some((key, allowed))
             });
         if self.config.small_stream == 0 {
-            return ready.next();
+            return ready
+                .next()
+                .map(|(key, allowed)| (key, allowed, key.urgency));
         }
-        ready.min_by_key(|(key, _)| self.turn(*key, now))
+        let (key, allowed, (bucket, _, _)) = ready
+            .map(|(key, allowed)| (key, allowed, self.turn(key, now)))
+            .min_by_key(|(_, _, turn)| *turn)?;
+        Some((key, allowed, Urgency::new(bucket).unwrap_or(key.urgency)))
     }
 
     /// The next grant on `path` from the buckets of urgency at most `most`.
@@ -453,14 +463,12 @@ impl PriorityBucket {
         if room == 0 || !self.paths.is_usable(path) {
             return None;
         }
-        let (key, allowed) = match self.next_on(path, now, most) {
+        let (key, allowed, urgency) = match self.next_on(path, now, most) {
             Some(next) => next,
             None if self.replan_for_dry(path, room, most) => self.next_on(path, now, most)?,
             None => return None,
         };
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
-        let (bucket, _, _) = self.turn(key, now);
-        let urgency = Urgency::new(bucket).unwrap_or(key.urgency);
         let mut bytes = room.min(allowed);
         if self.queue_limited(path, key.urgency, now) {
             bytes = bytes.min(self.queue_room(path));
