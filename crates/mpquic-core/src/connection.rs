@@ -888,7 +888,21 @@ async fn send_loop(
     let mut streams: HashMap<u64, quinn::SendStream> = HashMap::new();
     let mut send_window = 0;
     loop {
-        let (step, retire) = shared.lock().core.poll_path(path, Instant::now());
+        let (step, retire) = {
+            let mut state = shared.lock();
+            let deadline = state.core.poll_timeout();
+            let polled = state.core.poll_path(path, Instant::now());
+            // A tail probe armed for what this path sends now is a deadline the driver must
+            // wake for.
+            if state
+                .core
+                .poll_timeout()
+                .is_some_and(|t| deadline.is_none_or(|d| t < d))
+            {
+                shared.driver_wake.notify_one();
+            }
+            polled
+        };
         for (id, reset) in retire {
             if let Some(mut stream) = streams.remove(&id) {
                 let _ = if reset {

@@ -469,6 +469,17 @@ impl mpquic_proto::PathTelemetry for CoreTelemetry {
         self.telemetry.lock().lost_bytes
     }
 
+    fn tail(&self) -> mpquic_proto::Tail {
+        let t = self.telemetry.lock();
+        if t.queued > 0 {
+            mpquic_proto::Tail::Queued
+        } else if t.unacked_since.is_some() {
+            mpquic_proto::Tail::Unacked
+        } else {
+            mpquic_proto::Tail::Acked
+        }
+    }
+
     fn last_loss_sent(&self) -> Option<Instant> {
         self.telemetry.lock().last_loss_sent
     }

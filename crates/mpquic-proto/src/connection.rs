@@ -22,7 +22,7 @@ use mpquic_sched::{
 
 use crate::arrivals::ArrivalLog;
 use crate::error::{codes, ConnectionError, ProtocolError, ReadError, WriteError};
-use crate::path::{Path, PathCounters, PathEvent, PathTelemetry};
+use crate::path::{Path, PathCounters, PathEvent, PathTelemetry, Tail};
 use crate::pending_acks::PendingAcks;
 use crate::reassembly::ReassemblyError;
 use crate::receive_window::ReceiveWindow;
@@ -1077,6 +1077,8 @@ impl Connection {
                     });
                 }
             }
+            // Its packet's acknowledgement was the point.
+            Frame::Ping => {}
             Frame::NewSession { .. }
             | Frame::Join { .. }
             | Frame::Welcome { .. }
@@ -1388,19 +1390,22 @@ impl Connection {
             .paths
             .keys()
             .filter_map(|id| self.suspicion_deadline(*id));
+        let probes = self.paths.values().filter_map(|p| p.probe_tail_at);
         [self.pending_acks.due(), self.idle_deadline()]
             .into_iter()
             .flatten()
             .chain(failures)
             .chain(suspicions)
+            .chain(probes)
             .min()
     }
 
     /// Does what is due at `now`: ends an idle session ([`ConnectionError::TimedOut`]),
     /// suspects the paths that acknowledged nothing for a probe timeout
-    /// ([`PathEvent::Suspected`]) and declares failed the paths whose data waited too long
-    /// ([`Action::ClosePath`] with [`codes::PATH_FAILED`]). Held data acks that fell due show
-    /// in [`Connection::has_control`].
+    /// ([`PathEvent::Suspected`]), declares failed the paths whose data waited too long
+    /// ([`Action::ClosePath`] with [`codes::PATH_FAILED`]) and probes the paths whose flight
+    /// ends in urgent bytes ([`ReinjectionConfig::probe_tails`]). Held data acks that fell
+    /// due, and probes, show in [`Connection::has_control`].
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.error.is_some() {
             return;
@@ -1432,6 +1437,21 @@ impl Connection {
                 reason: REASON,
             });
             self.path_down(path, REASON.into(), true, now);
+        }
+        for (id, entry) in self.paths.iter_mut() {
+            if entry.probe_tail_at.is_none_or(|t| t > now) {
+                continue;
+            }
+            entry.probe_tail_at = match entry.telemetry.tail() {
+                // Look again once they may have left.
+                Tail::Queued => now.checked_add(tail_probe_delay(entry.telemetry.ack_wait().1)),
+                Tail::Unacked => {
+                    self.control.push_back((Some(*id), Frame::Ping));
+                    self.reinjection.tail_probes = self.reinjection.tail_probes.saturating_add(1);
+                    None
+                }
+                Tail::Acked => None,
+            };
         }
     }
 
@@ -1933,6 +1953,13 @@ impl Connection {
         };
         let at = expected(left);
         self.take_reinjections(path, &mut left, &mut batch, at);
+        // Re-injected bytes are urgent ones, or a suspected path's.
+        let mut urgent = !batch.is_empty();
+        let probe_below = self
+            .config
+            .reinjection
+            .urgency
+            .filter(|_| self.config.reinjection.probe_tails);
         while left > 0 {
             let Some(grant) = self.scheduler.poll_send(now, path, left) else {
                 // Room the scheduler leaves may finish an urgent stream sooner.
@@ -1941,6 +1968,7 @@ impl Connection {
                 self.take_reinjections(path, &mut left, &mut batch, at);
                 break;
             };
+            urgent |= probe_below.is_some_and(|u| grant.urgency <= u);
             left = left.saturating_sub(grant.bytes);
             let Some(work) = self.take_grant(path, grant, expected(left)) else {
                 continue;
@@ -1957,6 +1985,7 @@ impl Connection {
                     .poll_send_urgent(now, path, urgent_left, PAST_THE_WINDOW)
             {
                 urgent_left = urgent_left.saturating_sub(grant.bytes);
+                urgent |= probe_below.is_some_and(|u| grant.urgency <= u);
                 let Some(work) = self.take_grant(path, grant, expected(0)) else {
                     continue;
                 };
@@ -1966,8 +1995,12 @@ impl Connection {
             }
         }
         if !batch.is_empty() {
-            if let Some(entry) = self.paths.get(&path) {
+            if let Some(entry) = self.paths.get_mut(&path) {
                 entry.telemetry.set_app_limited(false);
+                if urgent && probe_below.is_some() {
+                    let srtt = entry.telemetry.ack_wait().1;
+                    entry.probe_tail_at = now.checked_add(tail_probe_delay(srtt));
+                }
             }
             return (Step::Send(batch), retire);
         }
@@ -1985,6 +2018,14 @@ impl Connection {
         };
         (Step::Wait(wait), retire)
     }
+}
+
+/// How long after urgent bytes leave a tail probe follows them when nothing else did: an
+/// eighth of the path's smoothed RTT, so that the probe's acknowledgement comes after the
+/// transport's time threshold for the bytes before it (nine eighths of an RTT) has passed,
+/// and at least a millisecond, so that the bytes have left in packets of their own.
+fn tail_probe_delay(srtt: Duration) -> Duration {
+    (srtt / 8).max(Duration::from_millis(1))
 }
 
 /// Appends `work` to a path's batch; consecutive work of one stream merges into one chunk.

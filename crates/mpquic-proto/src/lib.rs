@@ -52,7 +52,7 @@ mod test_heap;
 pub mod wire;
 
 pub use connection::{Action, Connection, Side, Step, TransportConfig, UnknownPath};
-pub use path::{PathCounters, PathEvent, PathTelemetry};
+pub use path::{PathCounters, PathEvent, PathTelemetry, Tail};
 pub use recv::RecvCounters;
 pub use reinjection::{ReinjectionConfig, ReinjectionStats};
 pub use send::{ChunkWork, StreamCounters};

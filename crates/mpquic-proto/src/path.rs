@@ -26,12 +26,29 @@ pub trait PathTelemetry: Send + fmt::Debug {
     fn last_loss_sent(&self) -> Option<Instant> {
         None
     }
+    /// Where the path's last transmission stands, for tail probes. Without it
+    /// ([`Tail::Acked`]), the path is never probed.
+    fn tail(&self) -> Tail {
+        Tail::Acked
+    }
     /// A number that changes whenever the estimates change.
     fn generation(&self) -> u64;
     /// Whether the path's sender found nothing to send with room in its window.
     fn set_app_limited(&self, limited: bool);
     /// The UDP payload bytes received on the path so far, for delivery reports.
     fn datagram_bytes_received(&self) -> u64;
+}
+
+/// Where the bytes handed to a path's transport stand, for tail probes
+/// ([`ReinjectionConfig::probe_tails`](crate::ReinjectionConfig::probe_tails)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Some wait in the transport to be sent.
+    Queued,
+    /// All were sent, and some are not acknowledged yet.
+    Unacked,
+    /// Nothing is outstanding.
+    Acked,
 }
 
 /// Something that happened to a path.
@@ -114,6 +131,9 @@ pub(crate) struct Path {
     pub(crate) suspected: Option<Instant>,
     /// The transport's lost bytes last looked at, for re-injection on loss.
     pub(crate) lost_bytes_seen: u64,
+    /// When to look whether urgent bytes handed to the transport end its flight, and probe
+    /// them if so.
+    pub(crate) probe_tail_at: Option<Instant>,
 }
 
 impl Path {
@@ -130,6 +150,7 @@ impl Path {
             reported_received: 0,
             suspected: None,
             lost_bytes_seen: 0,
+            probe_tail_at: None,
         }
     }
 

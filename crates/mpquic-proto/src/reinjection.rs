@@ -37,11 +37,22 @@ pub struct ReinjectionConfig {
     /// and 18-20% of wikipedia.org's (the 16 KiB floor on a 92 kB page) with no gain there:
     /// the landing estimates it compares are too rough early in a connection.
     pub stream_end: bool,
+    /// Urgent bytes (as [`urgency`](Self::urgency)) that end a path's flight are followed, an
+    /// eighth of the path's smoothed RTT after they leave, by a [`Frame::Ping`] on the path:
+    /// a packet the peer acknowledges at once, as it arrives after a gap. A loss among them is
+    /// then found by the transport's time threshold about a round trip after they left, and
+    /// re-injection on loss takes over, where without it nothing follows them to be
+    /// acknowledged and the loss waits for the transport's probe timeout (its smoothed RTT,
+    /// four variations and the peer's 25 ms ack delay), a round trip more for the probe's own
+    /// ack, or for suspicion.
+    ///
+    /// [`Frame::Ping`]: crate::wire::Frame::Ping
+    pub probe_tails: bool,
 }
 
 impl Default for ReinjectionConfig {
     /// Critical objects (urgency 0 and 1, RFC 9218's highest), a 3% budget over a 16 KiB
-    /// floor, suspicion on, stream ends off.
+    /// floor, suspicion on, stream ends off, tail probes on.
     fn default() -> Self {
         Self {
             urgency: Urgency::new(1).ok(),
@@ -49,6 +60,7 @@ impl Default for ReinjectionConfig {
             budget_floor: 16 * 1024,
             suspect: true,
             stream_end: false,
+            probe_tails: true,
         }
     }
 }
@@ -79,6 +91,8 @@ pub struct ReinjectionStats {
     pub timed_duplicates: u64,
     /// How many times a path was suspected.
     pub suspicions: u64,
+    /// How many tail probes were sent ([`ReinjectionConfig::probe_tails`]).
+    pub tail_probes: u64,
 }
 
 impl ReinjectionStats {

@@ -30,6 +30,7 @@
 //! | 0x18 | [`Frame::StopSending`] | stream varint, code varint |
 //! | 0x19 | [`Frame::PathStatus`] | varint 0 (active) or 1 (backup) |
 //! | 0x1a | [`Frame::PathReceived`] | path varint (fits u32), bytes varint |
+//! | 0x1b | [`Frame::Ping`] | (empty) |
 //!
 //! Everything here parses bytes from the network: malformed input is an error, never a panic,
 //! and lengths are checked against their limits before anything is allocated.
@@ -213,6 +214,7 @@ const RESET_STREAM: u64 = 0x17;
 const STOP_SENDING: u64 = 0x18;
 const PATH_STATUS: u64 = 0x19;
 const PATH_RECEIVED: u64 = 0x1a;
+const PING: u64 = 0x1b;
 
 /// A control frame, sent on a path's bidirectional control stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -320,6 +322,10 @@ pub enum Frame {
         /// Datagram bytes received on it since it opened.
         bytes: u64,
     },
+    /// Nothing: a packet on the path that the peer's transport acknowledges, so that the
+    /// sender learns of a loss among the packets before it a round trip after they left
+    /// ([`ReinjectionConfig::probe_tails`](crate::ReinjectionConfig::probe_tails)).
+    Ping,
 }
 
 impl Frame {
@@ -355,6 +361,7 @@ impl Frame {
             Frame::StopSending { .. } => STOP_SENDING,
             Frame::PathStatus { .. } => PATH_STATUS,
             Frame::PathReceived { .. } => PATH_RECEIVED,
+            Frame::Ping => PING,
         }
     }
 
@@ -452,6 +459,7 @@ impl Frame {
                 put_varint(buf, u64::from(*path))?;
                 put_varint(buf, *bytes)
             }
+            Frame::Ping => Ok(()),
         }
     }
 
@@ -547,6 +555,7 @@ impl Frame {
                 path: get_path(buf)?,
                 bytes: get_varint(buf)?,
             },
+            PING => Frame::Ping,
             _ => return Err(WireError::UnknownFrame(frame_type)),
         };
         if !buf.is_empty() {

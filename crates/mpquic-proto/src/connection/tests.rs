@@ -228,11 +228,12 @@ proptest! {
 
 // ---- bad input from the peer: pure input -> typed error, no panic ----
 
-/// A path's transport with a fixed window and flight.
-#[derive(Debug)]
+/// A path's transport with a fixed window and flight, and a flight's tail the test sets.
+#[derive(Debug, Default)]
 struct Fixed {
     cwnd: u64,
     bytes_in_flight: u64,
+    tail: Arc<std::sync::Mutex<Option<Tail>>>,
 }
 
 impl PathTelemetry for Fixed {
@@ -255,6 +256,9 @@ impl PathTelemetry for Fixed {
     fn lost_bytes(&self) -> u64 {
         0
     }
+    fn tail(&self) -> Tail {
+        self.tail.lock().unwrap().unwrap_or(Tail::Acked)
+    }
     fn generation(&self) -> u64 {
         0
     }
@@ -271,6 +275,7 @@ fn server_with_a_path_holding(bytes_in_flight: u64, now: Instant) -> Connection 
     let path = Fixed {
         cwnd: 100_000,
         bytes_in_flight,
+        ..Fixed::default()
     };
     conn.add_path(PATH, Box::new(path), PathStatus::Available, now)
         .unwrap();
@@ -458,6 +463,7 @@ fn a_path_with_a_full_window_takes_a_little_more_so_its_packets_leave_full() {
         let path = Fixed {
             cwnd: 100_000,
             bytes_in_flight,
+            ..Fixed::default()
         };
         conn.add_path(PATH, Box::new(path), PathStatus::Available, now)
             .unwrap();
@@ -475,4 +481,72 @@ fn a_path_with_a_full_window_takes_a_little_more_so_its_packets_leave_full() {
     assert_eq!(granted(100_000 + AHEAD_OF_THE_WINDOW), GRANT_QUANTUM);
     assert_eq!(granted(100_000 + AHEAD_OF_THE_WINDOW + 1), 0);
     assert_eq!(granted(100_000 + ahead), 0);
+}
+
+/// Writes 3 kB of a stream of `urgency` on a server with one path (10 ms RTT) whose
+/// transport's tail the returned handle sets, and has the path send it.
+fn sent_with_urgency(
+    urgency: u8,
+    now: Instant,
+) -> (Connection, Arc<std::sync::Mutex<Option<Tail>>>) {
+    let mut conn = with_windows(1 << 20, 1 << 20, now);
+    let path = Fixed {
+        cwnd: 100_000,
+        tail: Arc::new(std::sync::Mutex::new(Some(Tail::Queued))),
+        ..Fixed::default()
+    };
+    let tail = path.tail.clone();
+    conn.add_path(PATH, Box::new(path), PathStatus::Available, now)
+        .unwrap();
+    let id = conn.open(true, now).unwrap();
+    let priority = Priority::new(Urgency::new(urgency).unwrap(), false);
+    conn.set_priority(id, priority, now).unwrap();
+    conn.write(id, &[7; 3000], now).unwrap();
+    assert!(matches!(conn.poll_path(PATH, now).0, Step::Send(_)));
+    (conn, tail)
+}
+
+fn pings(conn: &mut Connection, now: Instant) -> usize {
+    conn.poll_control(now)
+        .into_iter()
+        .filter(|(path, frame)| *path == Some(PATH) && *frame == Frame::Ping)
+        .count()
+}
+
+#[test]
+fn urgent_bytes_that_end_a_flight_are_followed_by_a_ping_on_their_path() {
+    let start = Instant::now();
+    let (mut conn, tail) = sent_with_urgency(0, start);
+    // An eighth of the 10 ms RTT after the write, the transport still holds them: look again.
+    let eighth = Duration::from_micros(1250);
+    let first = conn.poll_timeout().unwrap();
+    assert_eq!(first, start + eighth);
+    conn.handle_timeout(first);
+    assert_eq!(pings(&mut conn, first), 0);
+    // They left and nothing followed: a ping does, once.
+    *tail.lock().unwrap() = Some(Tail::Unacked);
+    let second = conn.poll_timeout().unwrap();
+    assert_eq!(second, first + eighth);
+    conn.handle_timeout(second);
+    assert_eq!(pings(&mut conn, second), 1);
+    assert_eq!(conn.reinjection_stats().tail_probes, 1);
+    let later = second + Duration::from_millis(5);
+    conn.handle_timeout(later);
+    assert_eq!(pings(&mut conn, later), 0);
+}
+
+#[test]
+fn acknowledged_or_unurgent_tails_are_not_probed() {
+    let start = Instant::now();
+    let (mut conn, tail) = sent_with_urgency(0, start);
+    *tail.lock().unwrap() = Some(Tail::Acked);
+    let due = conn.poll_timeout().unwrap();
+    conn.handle_timeout(due);
+    assert_eq!(pings(&mut conn, due), 0);
+
+    let (mut conn, tail) = sent_with_urgency(3, start);
+    *tail.lock().unwrap() = Some(Tail::Unacked);
+    let later = start + Duration::from_millis(50);
+    conn.handle_timeout(later);
+    assert_eq!(pings(&mut conn, later), 0);
 }
