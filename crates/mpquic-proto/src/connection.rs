@@ -1953,13 +1953,13 @@ impl Connection {
         };
         let at = expected(left);
         self.take_reinjections(path, &mut left, &mut batch, at);
-        // Re-injected bytes are urgent ones, or a suspected path's.
-        let mut urgent = !batch.is_empty();
         let probe_below = self
             .config
             .reinjection
             .urgency
             .filter(|_| self.config.reinjection.probe_tails);
+        // Re-injected bytes are urgent ones, or a suspected path's.
+        let mut urgent = probe_below.is_some() && !batch.is_empty();
         while left > 0 {
             let Some(grant) = self.scheduler.poll_send(now, path, left) else {
                 // Room the scheduler leaves may finish an urgent stream sooner.
@@ -1997,9 +1997,8 @@ impl Connection {
         if !batch.is_empty() {
             if let Some(entry) = self.paths.get_mut(&path) {
                 entry.telemetry.set_app_limited(false);
-                if urgent && probe_below.is_some() {
-                    let srtt = entry.telemetry.ack_wait().1;
-                    entry.probe_tail_at = now.checked_add(tail_probe_delay(srtt));
+                if urgent {
+                    entry.probe_tail_at = now.checked_add(tail_probe_delay(snapshot.srtt));
                 }
             }
             return (Step::Send(batch), retire);
