@@ -1404,7 +1404,7 @@ impl Connection {
     /// suspects the paths that acknowledged nothing for a probe timeout
     /// ([`PathEvent::Suspected`]), declares failed the paths whose data waited too long
     /// ([`Action::ClosePath`] with [`codes::PATH_FAILED`]) and probes the paths whose flight
-    /// ends in urgent bytes ([`ReinjectionConfig::probe_tails`]). Held data acks that fell
+    /// ends in urgent bytes or a stream's last ones ([`ReinjectionConfig::probe_tails`]). Held data acks that fell
     /// due, and probes, show in [`Connection::has_control`].
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.error.is_some() {
@@ -1958,8 +1958,10 @@ impl Connection {
             .reinjection
             .urgency
             .filter(|_| self.config.reinjection.probe_tails);
-        // Re-injected bytes are urgent ones, or a suspected path's.
-        let mut urgent = probe_below.is_some() && !batch.is_empty();
+        // Worth a tail probe: urgent bytes (re-injected bytes are urgent ones, or a suspected
+        // path's), and a stream's last bytes, which nothing of their stream follows (a
+        // request, or the end of a response).
+        let mut probe = probe_below.is_some() && !batch.is_empty();
         while left > 0 {
             let Some(grant) = self.scheduler.poll_send(now, path, left) else {
                 // Room the scheduler leaves may finish an urgent stream sooner.
@@ -1968,11 +1970,12 @@ impl Connection {
                 self.take_reinjections(path, &mut left, &mut batch, at);
                 break;
             };
-            urgent |= probe_below.is_some_and(|u| grant.urgency <= u);
+            probe |= probe_below.is_some_and(|u| grant.urgency <= u);
             left = left.saturating_sub(grant.bytes);
             let Some(work) = self.take_grant(path, grant, expected(left)) else {
                 continue;
             };
+            probe |= probe_below.is_some() && work.all_granted;
             if work.pieces.is_empty() && !work.all_granted {
                 continue;
             }
@@ -1985,10 +1988,11 @@ impl Connection {
                     .poll_send_urgent(now, path, urgent_left, PAST_THE_WINDOW)
             {
                 urgent_left = urgent_left.saturating_sub(grant.bytes);
-                urgent |= probe_below.is_some_and(|u| grant.urgency <= u);
+                probe |= probe_below.is_some_and(|u| grant.urgency <= u);
                 let Some(work) = self.take_grant(path, grant, expected(0)) else {
                     continue;
                 };
+                probe |= probe_below.is_some() && work.all_granted;
                 if !work.pieces.is_empty() || work.all_granted {
                     push_work(&mut batch, work);
                 }
@@ -1997,7 +2001,7 @@ impl Connection {
         if !batch.is_empty() {
             if let Some(entry) = self.paths.get_mut(&path) {
                 entry.telemetry.set_app_limited(false);
-                if urgent {
+                if probe {
                     entry.probe_tail_at = now.checked_add(tail_probe_delay(snapshot.srtt));
                 }
             }
@@ -2019,7 +2023,7 @@ impl Connection {
     }
 }
 
-/// How long after urgent bytes leave a tail probe follows them when nothing else did: an
+/// How long after a tail's bytes leave a probe follows them when nothing else did: an
 /// eighth of the path's smoothed RTT, so that the probe's acknowledgement comes after the
 /// transport's time threshold for the bytes before it (nine eighths of an RTT) has passed,
 /// and at least a millisecond, so that the bytes have left in packets of their own.

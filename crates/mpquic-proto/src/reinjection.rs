@@ -37,14 +37,16 @@ pub struct ReinjectionConfig {
     /// and 18-20% of wikipedia.org's (the 16 KiB floor on a 92 kB page) with no gain there:
     /// the landing estimates it compares are too rough early in a connection.
     pub stream_end: bool,
-    /// Urgent bytes (as [`urgency`](Self::urgency)) that end a path's flight are followed, an
-    /// eighth of the path's smoothed RTT after they leave, by a [`Frame::Ping`] on the path:
+    /// Urgent bytes (as [`urgency`](Self::urgency)), or a stream's last bytes of any urgency,
+    /// that end a path's flight are followed, an eighth of the path's smoothed RTT after they
+    /// leave, by a [`Frame::Ping`] on the path:
     /// a packet the peer acknowledges at once, as it arrives after a gap. A loss among them is
     /// then found by the transport's time threshold about a round trip after they left, and
     /// re-injection on loss takes over, where without it nothing follows them to be
     /// acknowledged and the loss waits for the transport's probe timeout (its smoothed RTT,
     /// four variations and the peer's 25 ms ack delay), a round trip more for the probe's own
-    /// ack, or for suspicion.
+    /// ack, or for suspicion. A stream's last bytes are a request, or the end of a response or
+    /// upload: their loss holds up the whole stream, and nothing of the stream follows them.
     ///
     /// [`Frame::Ping`]: crate::wire::Frame::Ping
     pub probe_tails: bool,

@@ -483,10 +483,11 @@ fn a_path_with_a_full_window_takes_a_little_more_so_its_packets_leave_full() {
     assert_eq!(granted(100_000 + ahead), 0);
 }
 
-/// Writes 3 kB of a stream of `urgency` on a server with one path (10 ms RTT) whose
-/// transport's tail the returned handle sets, and has the path send it.
+/// Writes 3 kB of a stream of `urgency` (and its end if `finish`) on a server with one path
+/// (10 ms RTT) whose transport's tail the returned handle sets, and has the path send it.
 fn sent_with_urgency(
     urgency: u8,
+    finish: bool,
     now: Instant,
 ) -> (Connection, Arc<std::sync::Mutex<Option<Tail>>>) {
     let mut conn = with_windows(1 << 20, 1 << 20, now);
@@ -502,6 +503,9 @@ fn sent_with_urgency(
     let priority = Priority::new(Urgency::new(urgency).unwrap(), false);
     conn.set_priority(id, priority, now).unwrap();
     conn.write(id, &[7; 3000], now).unwrap();
+    if finish {
+        conn.finish(id, now).unwrap();
+    }
     assert!(matches!(conn.poll_path(PATH, now).0, Step::Send(_)));
     (conn, tail)
 }
@@ -516,7 +520,7 @@ fn pings(conn: &mut Connection, now: Instant) -> usize {
 #[test]
 fn urgent_bytes_that_end_a_flight_are_followed_by_a_ping_on_their_path() {
     let start = Instant::now();
-    let (mut conn, tail) = sent_with_urgency(0, start);
+    let (mut conn, tail) = sent_with_urgency(0, false, start);
     // An eighth of the 10 ms RTT after the write, the transport still holds them: look again.
     let eighth = Duration::from_micros(1250);
     let first = conn.poll_timeout().unwrap();
@@ -538,15 +542,27 @@ fn urgent_bytes_that_end_a_flight_are_followed_by_a_ping_on_their_path() {
 #[test]
 fn acknowledged_or_unurgent_tails_are_not_probed() {
     let start = Instant::now();
-    let (mut conn, tail) = sent_with_urgency(0, start);
+    let (mut conn, tail) = sent_with_urgency(0, false, start);
     *tail.lock().unwrap() = Some(Tail::Acked);
     let due = conn.poll_timeout().unwrap();
     conn.handle_timeout(due);
     assert_eq!(pings(&mut conn, due), 0);
 
-    let (mut conn, tail) = sent_with_urgency(3, start);
+    let (mut conn, tail) = sent_with_urgency(3, false, start);
     *tail.lock().unwrap() = Some(Tail::Unacked);
+    assert_eq!(conn.poll_timeout(), None);
     let later = start + Duration::from_millis(50);
     conn.handle_timeout(later);
     assert_eq!(pings(&mut conn, later), 0);
+}
+
+#[test]
+fn the_last_bytes_of_a_stream_of_any_urgency_are_probed() {
+    let start = Instant::now();
+    let (mut conn, tail) = sent_with_urgency(3, true, start);
+    *tail.lock().unwrap() = Some(Tail::Unacked);
+    let due = conn.poll_timeout().unwrap();
+    assert_eq!(due, start + Duration::from_micros(1250));
+    conn.handle_timeout(due);
+    assert_eq!(pings(&mut conn, due), 1);
 }
