@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use mpquic_proto::wire::{ChunkDecoder, FrameDecoder};
+use mpquic_proto::wire::FrameDecoder;
 use mpquic_proto::{Action, ChunkWork, PathCounters, PathEvent, Step};
 use mpquic_sched::{Lead, PathId, PathSet, PathStatus, Priority, StreamId};
 use quinn::VarInt;
@@ -934,24 +934,33 @@ async fn send_loop(
             }
             Step::Send(batch) => {
                 telemetry.data_written(Instant::now(), batch.iter().map(ChunkWork::bytes).sum());
-                let mut write = pin!(write_batch(&conn, &mut streams, batch));
-                // Most writes only copy into quinn's buffer; one that has to wait means the
-                // buffer is full, which the scheduler must know (see `set_writer_blocked`).
-                let first_try =
-                    std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
-                let result = match first_try {
-                    Poll::Ready(result) => result,
-                    Poll::Pending => {
-                        let blocked = |blocked| {
-                            let mut state = shared.lock();
-                            state.core.set_writer_blocked(path, blocked, Instant::now());
-                        };
-                        blocked(true);
-                        let result = write.await;
-                        blocked(false);
-                        result
+                let mut opened = Vec::new();
+                let result = {
+                    let mut write = pin!(write_batch(&conn, &mut streams, &mut opened, batch));
+                    // Most writes only copy into quinn's buffer; one that has to wait means the
+                    // buffer is full, which the scheduler must know (see `set_writer_blocked`).
+                    let first_try =
+                        std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+                    match first_try {
+                        Poll::Ready(result) => result,
+                        Poll::Pending => {
+                            let blocked = |blocked| {
+                                let mut state = shared.lock();
+                                state.core.set_writer_blocked(path, blocked, Instant::now());
+                            };
+                            blocked(true);
+                            let result = write.await;
+                            blocked(false);
+                            result
+                        }
                     }
                 };
+                if !opened.is_empty() {
+                    let mut state = shared.lock();
+                    for (stream, transport) in opened {
+                        state.core.on_chunk_stream_opened(path, stream, transport);
+                    }
+                }
                 if let Err(e) = result {
                     tracing::debug!(%e, "path write failed");
                     return;
@@ -961,13 +970,16 @@ async fn send_loop(
     }
 }
 
+/// Writes a batch into quinn, noting in `opened` the chunk streams it opens (logical stream,
+/// transport stream), which the core must hear of.
 async fn write_batch(
     conn: &quinn::Connection,
     streams: &mut HashMap<u64, quinn::SendStream>,
+    opened: &mut Vec<(u64, u64)>,
     batch: Vec<ChunkWork>,
 ) -> Result<(), String> {
     for work in batch {
-        write_work(conn, streams, work).await?;
+        write_work(conn, streams, opened, work).await?;
     }
     Ok(())
 }
@@ -975,6 +987,7 @@ async fn write_batch(
 async fn write_work(
     conn: &quinn::Connection,
     streams: &mut HashMap<u64, quinn::SendStream>,
+    opened: &mut Vec<(u64, u64)>,
     work: ChunkWork,
 ) -> Result<(), String> {
     if !work.pieces.is_empty() {
@@ -982,6 +995,7 @@ async fn write_work(
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
                 let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
+                opened.push((work.stream, u64::from(stream.id())));
                 // Before the first write: quinn queues a stream for sending at the priority it
                 // has when its first bytes arrive, and keeps it at that level until it sends a
                 // frame of it. Set after the header, every new stream went out at priority 0,
@@ -1042,13 +1056,13 @@ const READ_PIECE: usize = 64 * 1024;
 
 /// Feeds one chunk stream to the core as its bytes arrive.
 async fn read_chunks(shared: Arc<Shared>, path: PathId, mut stream: quinn::RecvStream) {
-    let mut decoder = ChunkDecoder::default();
+    let transport_stream = u64::from(stream.id());
+    let mut reader = shared.lock().core.chunk_reader();
     let result: Result<(), ProtocolError> = async {
-        // A read error means the path or the stream went away: what it carried comes again
-        // on another path.
-        while let Ok(Some(piece)) = stream.read_chunk(READ_PIECE, true).await {
-            let mut input = &piece.bytes[..];
-            while let Some(chunk) = decoder.decode(&mut input)? {
+        // Out of order, so that bytes past a hole show it (`ChunkReader`). A read error means
+        // the path or the stream went away: what it carried comes again on another path.
+        while let Ok(Some(piece)) = stream.read_chunk(READ_PIECE, false).await {
+            let hole = reader.read(piece.offset, piece.bytes, |chunk| {
                 shared.lock().core.on_chunk(
                     path,
                     chunk.stream,
@@ -1056,6 +1070,11 @@ async fn read_chunks(shared: Arc<Shared>, path: PathId, mut stream: quinn::RecvS
                     chunk.data,
                     Instant::now(),
                 )?;
+                shared.poke();
+                Ok::<(), ProtocolError>(())
+            })?;
+            if let Some(from) = hole {
+                shared.lock().core.on_missing(path, transport_stream, from);
                 shared.poke();
             }
         }

@@ -30,7 +30,7 @@ use crate::recv::{RecvCounters, RecvState};
 use crate::reinjection::{Cause, ReinjectionConfig, ReinjectionStats};
 use crate::send::{ChunkWork, Expected, Flight, SendState, StreamCounters};
 use crate::send_buffer::{RangeSet, SendBuffer};
-use crate::wire::{Frame, Params, MAX_VARINT};
+use crate::wire::{ChunkReader, Frame, Params, MAX_VARINT};
 
 /// Largest grant asked of the scheduler at once, so that decisions stay close to the wire.
 const MAX_GRANT: u64 = 64 * 1024;
@@ -58,6 +58,9 @@ const GRANT_QUANTUM: u64 = 12_000;
 /// quinn with a higher stream priority, so they go out ahead of the less urgent bytes the
 /// path holds unsent, instead of behind all of them.
 const PAST_THE_WINDOW: Urgency = Urgency::HIGHEST;
+
+/// The most [`Frame::Missing`] reports queued at once; more wait for the next hole.
+const MAX_MISSING_QUEUED: usize = 64;
 
 /// Which end of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -772,6 +775,14 @@ impl Connection {
         Ok(())
     }
 
+    /// The driver opened `transport_stream` on `path` for the chunks of stream `id`: the
+    /// peer's [`Frame::Missing`] reports name it.
+    pub fn on_chunk_stream_opened(&mut self, path: PathId, id: u64, transport_stream: u64) {
+        if let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
+            send.opened_transport_stream(path, transport_stream);
+        }
+    }
+
     // ---- the receiving half ----
 
     /// A chunk of stream `id` arrived on `path`.
@@ -879,6 +890,42 @@ impl Connection {
             self.actions.push_back(Action::WakeReader(id));
         }
         Ok(())
+    }
+
+    /// A reader for a chunk stream the peer opened: at most two stream windows may wait past
+    /// a hole in it (the peer's transport may send a window past what was read, and reads past
+    /// the hole count as read).
+    pub fn chunk_reader(&self) -> ChunkReader {
+        ChunkReader::new(self.local_params.max_stream_data.saturating_mul(2))
+    }
+
+    /// The driver read bytes of chunk stream `transport_stream` on `path` past a hole that
+    /// starts at logical offset `from` (0 if it cannot tell): the peer learns of it on the path
+    /// with the lowest one-way delay, if that is another path
+    /// ([`ReinjectionConfig::missing_reports`]).
+    pub fn on_missing(&mut self, path: PathId, transport_stream: u64, from: u64) {
+        let config = self.config.reinjection;
+        if !config.missing_reports || config.urgency.is_none() {
+            return;
+        }
+        if self.control_path().is_none_or(|control| control == path) {
+            return;
+        }
+        // The peer's holes drive these: bounded, so that a peer that makes many cannot fill
+        // the queue faster than the control path drains it.
+        let queued = self
+            .control
+            .iter()
+            .filter(|(_, frame)| matches!(frame, Frame::Missing { .. }))
+            .count();
+        if queued < MAX_MISSING_QUEUED {
+            let frame = Frame::Missing {
+                path: path.0,
+                transport_stream,
+                from,
+            };
+            self.control.push_back((None, frame));
+        }
     }
 
     /// Queues a data ack if the in-order prefix grew or the stream completed.
@@ -1079,6 +1126,11 @@ impl Connection {
             }
             // Its packet's acknowledgement was the point.
             Frame::Ping => {}
+            Frame::Missing {
+                path,
+                transport_stream,
+                from,
+            } => self.resend_missing(PathId(path), transport_stream, from, now),
             Frame::NewSession { .. }
             | Frame::Join { .. }
             | Frame::Welcome { .. }
@@ -1516,6 +1568,15 @@ impl Connection {
             .map(|(_, delay, id)| (id, delay))
     }
 
+    /// What `target`, whose bytes land after `delay`, delivers before a repair that lands
+    /// after `repair`.
+    fn before_repair(&self, target: PathId, delay: Duration, repair: Duration) -> u64 {
+        self.paths.get(&target).map_or(0, |p| {
+            let seconds = repair.saturating_sub(delay).as_secs_f64();
+            (p.snapshot(target).bandwidth.bytes_per_sec() * seconds) as u64
+        })
+    }
+
     /// Sends bytes in flight on `from` again on the path that delivers them soonest, if that
     /// beats `from`'s own repair: on suspicion every stream's; on loss the urgent streams'.
     ///
@@ -1546,18 +1607,16 @@ impl Connection {
         let config = self.config.reinjection;
         let mut left = match cause {
             Cause::Suspicion => u64::MAX,
-            Cause::Loss | Cause::StreamEnd if delay >= repair => return,
-            Cause::Loss | Cause::StreamEnd => self.reinjection.budget_left(&config),
+            Cause::Loss | Cause::StreamEnd | Cause::Missing if delay >= repair => return,
+            Cause::Loss | Cause::StreamEnd | Cause::Missing => {
+                self.reinjection.budget_left(&config)
+            }
         };
-        // What the other path delivers before the repair lands.
-        let before_repair = self.paths.get(&target).map_or(0, |p| {
-            let seconds = repair.saturating_sub(delay).as_secs_f64();
-            (p.snapshot(target).bandwidth.bytes_per_sec() * seconds) as u64
-        });
+        let before_repair = self.before_repair(target, delay, repair);
         let repaired = now.checked_add(repair).unwrap_or(now);
         let urgent = |meta: &StreamMeta| match cause {
             Cause::Suspicion => true,
-            Cause::Loss | Cause::StreamEnd => config
+            Cause::Loss | Cause::StreamEnd | Cause::Missing => config
                 .urgency
                 .is_some_and(|u| meta.effective_urgency() <= u),
         };
@@ -1606,6 +1665,67 @@ impl Connection {
         }
         self.paths_to_wake.insert(target);
         if queued_to_scheduler {
+            self.wake_paths();
+        }
+    }
+
+    /// The peer reported a hole in chunk stream `transport_stream` on `from_path`, from logical
+    /// offset `from` on ([`Frame::Missing`]): the path holds up all of the stream's bytes there
+    /// past the hole until it repairs it. An urgent stream that would otherwise have all its
+    /// bytes by the repair has those bytes sent again on the path that delivers them soonest,
+    /// if that beats the repair and they take at most half the budget left (as on loss); a
+    /// stream that ends later gains nothing from it. A report of a stream or path this end no
+    /// longer has is stale.
+    fn resend_missing(
+        &mut self,
+        from_path: PathId,
+        transport_stream: u64,
+        from: u64,
+        now: Instant,
+    ) {
+        let config = self.config.reinjection;
+        let Some(threshold) = config.urgency.filter(|_| config.missing_reports) else {
+            return;
+        };
+        let Some(repair) = self
+            .paths
+            .get(&from_path)
+            .map(|p| p.delivery_delay(from_path))
+        else {
+            return;
+        };
+        let Some((target, delay)) = self.reinjection_target(from_path) else {
+            return;
+        };
+        if delay >= repair {
+            return;
+        }
+        let repaired = now.checked_add(repair).unwrap_or(now);
+        let max = (self.reinjection.budget_left(&config) / 2)
+            .min(self.before_repair(target, delay, repair));
+        let holed = self.streams.iter_mut().find_map(|(id, s)| {
+            let send = s.send.as_mut()?;
+            let named = send
+                .transport_streams
+                .contains(&(from_path, transport_stream));
+            named.then_some((*id, send))
+        });
+        let Some((id, send)) = holed else {
+            return;
+        };
+        let behind = |flight: &Flight| flight.path == from_path && flight.end > from;
+        if send.reset.is_some()
+            || send.meta.effective_urgency() > threshold
+            || !send.meta.allows(target)
+            || !send.lands_by(repaired)
+            || send.unacked_where(behind) > max
+        {
+            return;
+        }
+        let flights = send.take_in_flight_where(max, behind);
+        let (_, to_scheduler) = self.offer_reinjection(id, flights, target, Cause::Missing, now);
+        self.paths_to_wake.insert(target);
+        if to_scheduler {
             self.wake_paths();
         }
     }
@@ -1663,6 +1783,7 @@ impl Connection {
             Cause::Loss => &mut stats.on_loss,
             Cause::Suspicion => &mut stats.on_suspicion,
             Cause::StreamEnd => &mut stats.at_stream_end,
+            Cause::Missing => &mut stats.on_missing,
         };
         *by_cause = by_cause.saturating_add(bytes);
         (bytes, to_scheduler)

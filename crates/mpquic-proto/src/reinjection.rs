@@ -17,8 +17,8 @@ pub struct ReinjectionConfig {
     /// repair), if all of it lands before the repair and takes at most half the budget left;
     /// another has as many bytes as were lost, oldest first. `None`: never on loss.
     pub urgency: Option<Urgency>,
-    /// Bytes re-sent on loss and at streams' ends are at most this fraction of the stream
-    /// bytes sent so far...
+    /// Bytes re-sent on loss, on missing reports and at streams' ends are at most this
+    /// fraction of the stream bytes sent so far...
     pub budget: f64,
     /// ...plus this many, so that the first losses of a connection can be covered.
     pub budget_floor: u64,
@@ -50,11 +50,21 @@ pub struct ReinjectionConfig {
     ///
     /// [`Frame::Ping`]: crate::wire::Frame::Ping
     pub probe_tails: bool,
+    /// The receiver reports a hole in a path's chunk stream, as soon as bytes past it arrive,
+    /// on the path with the lowest one-way delay ([`Frame::Missing`]); the sender then sends
+    /// the stream's bytes from the hole on, all of which that path holds up until it repairs
+    /// the hole, again on the path that delivers them soonest, if the stream is urgent (as
+    /// [`urgency`](Self::urgency)), that path beats the holed one and the budget allows.
+    /// Without it the sender learns of a loss on a slow path from that path's own
+    /// acknowledgements, a round trip of the slow path after the lost packet left.
+    ///
+    /// [`Frame::Missing`]: crate::wire::Frame::Missing
+    pub missing_reports: bool,
 }
 
 impl Default for ReinjectionConfig {
     /// Critical objects (urgency 0 and 1, RFC 9218's highest), a 3% budget over a 16 KiB
-    /// floor, suspicion on, stream ends off, tail probes on.
+    /// floor, suspicion on, stream ends off, tail probes and missing reports on.
     fn default() -> Self {
         Self {
             urgency: Urgency::new(1).ok(),
@@ -63,6 +73,7 @@ impl Default for ReinjectionConfig {
             suspect: true,
             stream_end: false,
             probe_tails: true,
+            missing_reports: true,
         }
     }
 }
@@ -79,6 +90,9 @@ pub struct ReinjectionStats {
     /// Of those, an urgent stream's last bytes re-sent on a path with room that delivers them
     /// sooner than the path they were in flight on (charged to the budget).
     pub at_stream_end: u64,
+    /// Of those, the bytes re-sent because the receiver reported a hole before them on their
+    /// path (charged to the budget; [`ReinjectionConfig::missing_reports`]).
+    pub on_missing: u64,
     /// Stream bytes sent on any path, re-sends included (the budget's base).
     pub sent: u64,
     /// Stream bytes this end received that it already had: redundant copies.
@@ -107,12 +121,17 @@ impl ReinjectionStats {
         }
     }
 
-    /// How many bytes the budget still allows to re-send on loss or at streams' ends.
+    /// How many bytes the budget still allows to re-send on loss, on missing reports or at
+    /// streams' ends.
     pub(crate) fn budget_left(&self, config: &ReinjectionConfig) -> u64 {
         let allowed = (self.sent as f64 * config.budget.max(0.0)) as u64;
+        let spent = self
+            .on_loss
+            .saturating_add(self.on_missing)
+            .saturating_add(self.at_stream_end);
         allowed
             .saturating_add(config.budget_floor)
-            .saturating_sub(self.on_loss.saturating_add(self.at_stream_end))
+            .saturating_sub(spent)
     }
 }
 
@@ -125,4 +144,6 @@ pub(crate) enum Cause {
     Suspicion,
     /// An urgent stream's last bytes land sooner on another path: budgeted.
     StreamEnd,
+    /// The receiver reported a hole in the stream's bytes on the path: budgeted.
+    Missing,
 }

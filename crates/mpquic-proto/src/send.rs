@@ -1,7 +1,7 @@
 //! The sending half of a stream: the application's bytes until the receiver acknowledges
 //! them, what was granted on which path, and what must go again after a path failed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,11 @@ use bytes::Bytes;
 use mpquic_sched::{PathId, StreamId, StreamMeta, Urgency};
 
 use crate::send_buffer::{RangeSet, SendBuffer};
+
+/// How many transport streams a stream remembers (see `SendState::transport_streams`): one per
+/// path it went on, more only if it was re-sent on a path after its transport stream there
+/// was finished, which older reports do not name.
+const TRANSPORT_STREAMS_KEPT: usize = 8;
 
 /// Bytes a stream sent on each path (shared with the driver's stream handle, so they outlive
 /// the stream's state).
@@ -91,6 +96,11 @@ pub(crate) struct SendState {
     pub(crate) reinject_to: Option<PathId>,
     /// Granted and not yet acknowledged, by start offset.
     pub(crate) in_flight: BTreeMap<u64, Flight>,
+    /// The transport streams the driver opened for this stream's chunks, by path, the latest
+    /// [`TRANSPORT_STREAMS_KEPT`]: a receiver's [`Frame::Missing`] names one.
+    ///
+    /// [`Frame::Missing`]: crate::wire::Frame::Missing
+    pub(crate) transport_streams: VecDeque<(PathId, u64)>,
     pub(crate) max_stream_data: u64,
     pub(crate) fin: Option<u64>,
     pub(crate) reset: Option<u64>,
@@ -113,6 +123,7 @@ impl SendState {
             reinject: RangeSet::default(),
             reinject_to: None,
             in_flight: BTreeMap::new(),
+            transport_streams: VecDeque::new(),
             max_stream_data,
             fin: None,
             reset: None,
@@ -122,6 +133,14 @@ impl SendState {
             writer_waiting: false,
             counters: Arc::default(),
         }
+    }
+
+    /// The driver opened `transport_stream` on `path` for this stream's chunks.
+    pub(crate) fn opened_transport_stream(&mut self, path: PathId, transport_stream: u64) {
+        if self.transport_streams.len() == TRANSPORT_STREAMS_KEPT {
+            self.transport_streams.pop_front();
+        }
+        self.transport_streams.push_back((path, transport_stream));
     }
 
     /// Nothing is left to grant: the per-path quinn streams can be finished.

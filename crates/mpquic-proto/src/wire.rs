@@ -31,14 +31,17 @@
 //! | 0x19 | [`Frame::PathStatus`] | varint 0 (active) or 1 (backup) |
 //! | 0x1a | [`Frame::PathReceived`] | path varint (fits u32), bytes varint |
 //! | 0x1b | [`Frame::Ping`] | (empty) |
+//! | 0x1c | [`Frame::Missing`] | path varint (fits u32), transport stream varint, from varint |
 //!
 //! Everything here parses bytes from the network: malformed input is an error, never a panic,
 //! and lengths are checked against their limits before anything is allocated.
 
+mod chunk_reader;
 mod decoder;
 #[cfg(test)]
 mod tests;
 
+pub use chunk_reader::ChunkReader;
 pub use decoder::{Chunk, ChunkDecoder, FrameDecoder};
 
 /// The largest value a QUIC varint can carry, 2^62 - 1.
@@ -92,6 +95,13 @@ pub enum WireError {
         offset: u64,
         /// The chunk's length.
         len: u64,
+    },
+    /// More bytes of a chunk stream arrived past a hole than may wait for it
+    /// ([`ChunkReader`]).
+    #[error("more than {limit} bytes of a chunk stream arrived past a hole")]
+    TooFarAhead {
+        /// The most that may wait.
+        limit: u64,
     },
 }
 
@@ -215,6 +225,7 @@ const STOP_SENDING: u64 = 0x18;
 const PATH_STATUS: u64 = 0x19;
 const PATH_RECEIVED: u64 = 0x1a;
 const PING: u64 = 0x1b;
+const MISSING: u64 = 0x1c;
 
 /// A control frame, sent on a path's bidirectional control stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +337,20 @@ pub enum Frame {
     /// sender learns of a loss among the packets before it a round trip after they left
     /// ([`ReinjectionConfig::probe_tails`](crate::ReinjectionConfig::probe_tails)).
     Ping,
+    /// The receiver got bytes of a chunk stream past a hole on a path, sent on the path with the
+    /// lowest one-way delay, so that the sender learns of the loss before that path's own
+    /// acknowledgements come back; nothing of the chunk stream past the hole reaches the
+    /// receiver until the path repairs it, so urgent bytes there go again on another path
+    /// ([`ReinjectionConfig::missing_reports`](crate::ReinjectionConfig::missing_reports)).
+    Missing {
+        /// The path the hole is on.
+        path: u32,
+        /// The chunk stream: its transport stream id on that path.
+        transport_stream: u64,
+        /// The logical offset where the hole starts, or 0 if the receiver cannot tell (the
+        /// hole took the chunk stream's header or a chunk's): bytes from here on are missing.
+        from: u64,
+    },
 }
 
 impl Frame {
@@ -362,6 +387,7 @@ impl Frame {
             Frame::PathStatus { .. } => PATH_STATUS,
             Frame::PathReceived { .. } => PATH_RECEIVED,
             Frame::Ping => PING,
+            Frame::Missing { .. } => MISSING,
         }
     }
 
@@ -460,6 +486,15 @@ impl Frame {
                 put_varint(buf, *bytes)
             }
             Frame::Ping => Ok(()),
+            Frame::Missing {
+                path,
+                transport_stream,
+                from,
+            } => {
+                put_varint(buf, u64::from(*path))?;
+                put_varint(buf, *transport_stream)?;
+                put_varint(buf, *from)
+            }
         }
     }
 
@@ -556,6 +591,11 @@ impl Frame {
                 bytes: get_varint(buf)?,
             },
             PING => Frame::Ping,
+            MISSING => Frame::Missing {
+                path: get_path(buf)?,
+                transport_stream: get_varint(buf)?,
+                from: get_varint(buf)?,
+            },
             _ => return Err(WireError::UnknownFrame(frame_type)),
         };
         if !buf.is_empty() {

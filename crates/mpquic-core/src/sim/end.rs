@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use mpquic_proto::wire::{self, ChunkDecoder, Frame, FrameDecoder, Params, SessionId};
+use mpquic_proto::wire::{self, ChunkReader, Frame, FrameDecoder, Params, SessionId};
 use mpquic_proto::{Action, ChunkWork, PathEvent, Side, Step};
 use mpquic_sched::{PathId, PathStatus};
 use quinn_proto::{
@@ -65,10 +65,12 @@ struct SimPath {
     control: Option<StreamId>,
     control_in: FrameDecoder,
     control_out: Vec<u8>,
-    chunks_in: BTreeMap<StreamId, ChunkDecoder>,
+    chunks_in: BTreeMap<StreamId, ChunkReader>,
     chunk_limit: ChunkStreamLimit,
     readable: BTreeSet<StreamId>,
     chunks_out: BTreeMap<u64, StreamId>,
+    /// Chunk streams opened since the core last heard of them, with their logical streams.
+    opened: Vec<(u64, StreamId)>,
     writes: VecDeque<Write>,
     writer_blocked: bool,
     send_window: u64,
@@ -379,7 +381,7 @@ impl End {
                             }
                             Dir::Bi => {}
                             Dir::Uni => {
-                                path.chunks_in.insert(id, ChunkDecoder::default());
+                                path.chunks_in.insert(id, self.core.chunk_reader());
                                 if let Some(raised) = path.chunk_limit.on_open(path.chunks_in.len())
                                 {
                                     path.conn.set_max_concurrent_streams(Dir::Uni, raised);
@@ -446,9 +448,9 @@ impl End {
             return Ok(());
         };
         if let Some(control) = path.control.filter(|id| path.readable.remove(id)) {
-            let (pieces, _) = read_stream(&mut path.conn, control);
+            let (pieces, _) = read_stream(&mut path.conn, control, true);
             for piece in pieces {
-                let mut input = &piece[..];
+                let mut input = &piece.bytes[..];
                 loop {
                     let path = self.paths.get_mut(&handle).expect("looked up above");
                     let Some(frame) = path.control_in.decode(&mut input)? else {
@@ -463,15 +465,18 @@ impl End {
             return Ok(());
         };
         for id in std::mem::take(&mut path.readable) {
-            let (pieces, finished) = read_stream(&mut path.conn, id);
-            let Some(decoder) = path.chunks_in.get_mut(&id) else {
+            // Out of order, so that bytes past a hole show it (`ChunkReader`).
+            let (pieces, finished) = read_stream(&mut path.conn, id, false);
+            let Some(reader) = path.chunks_in.get_mut(&id) else {
                 continue;
             };
             for piece in pieces {
-                let mut input = &piece[..];
-                while let Some(chunk) = decoder.decode(&mut input)? {
-                    self.core
-                        .on_chunk(path_id, chunk.stream, chunk.offset, chunk.data, now)?;
+                let core = &mut self.core;
+                let hole = reader.read(piece.offset, piece.bytes, |chunk| {
+                    core.on_chunk(path_id, chunk.stream, chunk.offset, chunk.data, now)
+                })?;
+                if let Some(from) = hole {
+                    self.core.on_missing(path_id, u64::from(id), from);
                 }
             }
             if finished {
@@ -674,6 +679,10 @@ impl End {
             };
             if !path.writes.is_empty() {
                 let drained = path.write_queued();
+                for (stream, transport) in path.opened.drain(..) {
+                    self.core
+                        .on_chunk_stream_opened(id, stream, u64::from(transport));
+                }
                 if path.writer_blocked == drained {
                     path.writer_blocked = !drained;
                     self.core.set_writer_blocked(id, !drained, now);
@@ -738,6 +747,7 @@ impl SimPath {
             chunk_limit,
             readable: BTreeSet::new(),
             chunks_out: BTreeMap::new(),
+            opened: Vec::new(),
             writes: VecDeque::new(),
             writer_blocked: false,
             send_window: 0,
@@ -798,6 +808,7 @@ impl SimPath {
                         };
                         let (stream, priority) = (*stream, *priority);
                         self.chunks_out.insert(stream, id);
+                        self.opened.push((stream, id));
                         let mut header = Vec::new();
                         let _ = wire::encode_chunk_stream_header(stream, &mut header);
                         self.writes.push_front(Write::Chunk {
@@ -827,16 +838,21 @@ impl SimPath {
     }
 }
 
-/// Everything readable on a stream now, in order, and whether it ended (finished or reset).
-fn read_stream(conn: &mut quinn_proto::Connection, id: StreamId) -> (Vec<Bytes>, bool) {
+/// Everything readable on a stream now, in order if `ordered` (else as it arrived), and
+/// whether it ended (finished or reset).
+fn read_stream(
+    conn: &mut quinn_proto::Connection,
+    id: StreamId,
+    ordered: bool,
+) -> (Vec<quinn_proto::Chunk>, bool) {
     let mut pieces = Vec::new();
     let mut stream = conn.recv_stream(id);
-    let Ok(mut chunks) = stream.read(true) else {
+    let Ok(mut chunks) = stream.read(ordered) else {
         return (pieces, true);
     };
     let finished = loop {
         match chunks.next(READ_PIECE) {
-            Ok(Some(chunk)) => pieces.push(chunk.bytes),
+            Ok(Some(chunk)) => pieces.push(chunk),
             Ok(None) | Err(ReadError::Reset(_)) => break true,
             Err(ReadError::Blocked) => break false,
         }

@@ -228,27 +228,35 @@ proptest! {
 
 // ---- bad input from the peer: pure input -> typed error, no panic ----
 
-/// A path's transport with a fixed window and flight, and a flight's tail the test sets.
+/// A path's transport with a fixed window, flight and round trip (10 ms unless set), and a
+/// flight's tail the test sets.
 #[derive(Debug, Default)]
 struct Fixed {
     cwnd: u64,
     bytes_in_flight: u64,
+    rtt: Option<Duration>,
     tail: Arc<std::sync::Mutex<Option<Tail>>>,
+}
+
+impl Fixed {
+    fn rtt(&self) -> Duration {
+        self.rtt.unwrap_or(Duration::from_millis(10))
+    }
 }
 
 impl PathTelemetry for Fixed {
     fn snapshot(&self, id: PathId, status: PathStatus) -> PathSnapshot {
         let rate = mpquic_sched::Bandwidth::from_bits_per_sec(10e6).expect("positive");
-        let mut snapshot = PathSnapshot::new(id, Duration::from_millis(10), rate, self.cwnd);
+        let mut snapshot = PathSnapshot::new(id, self.rtt(), rate, self.cwnd);
         snapshot.bytes_in_flight = self.bytes_in_flight;
         snapshot.status = status;
         snapshot
     }
     fn one_way_delay(&self) -> Duration {
-        Duration::from_millis(5)
+        self.rtt() / 2
     }
     fn ack_wait(&self) -> (Option<Instant>, Duration) {
-        (None, Duration::from_millis(10))
+        (None, self.rtt())
     }
     fn probe_timeout(&self) -> Duration {
         Duration::from_millis(40)
@@ -565,4 +573,108 @@ fn the_last_bytes_of_a_stream_of_any_urgency_are_probed() {
     assert_eq!(due, start + Duration::from_micros(1250));
     conn.handle_timeout(due);
     assert_eq!(pings(&mut conn, due), 1);
+}
+
+const FAST: PathId = PathId(0);
+const SLOW: PathId = PathId(1);
+
+/// A server with a 10 ms path and a 50 ms one, both with a 100 kB window.
+fn server_with_a_fast_and_a_slow_path(now: Instant) -> Connection {
+    let mut conn = with_windows(1 << 20, 1 << 20, now);
+    for (id, rtt) in [(FAST, 10), (SLOW, 50)] {
+        let path = Fixed {
+            cwnd: 100_000,
+            rtt: Some(Duration::from_millis(rtt)),
+            ..Fixed::default()
+        };
+        conn.add_path(id, Box::new(path), PathStatus::Available, now)
+            .unwrap();
+    }
+    conn
+}
+
+#[test]
+fn a_hole_on_a_slow_path_is_reported_on_the_fast_one() {
+    let now = Instant::now();
+    let mut conn = server_with_a_fast_and_a_slow_path(now);
+    conn.on_missing(SLOW, 7, 1200);
+    // One on the fast path itself would come no sooner than its own acknowledgements.
+    conn.on_missing(FAST, 3, 0);
+    let missing: Vec<_> = conn
+        .poll_control(now)
+        .into_iter()
+        .filter(|(_, frame)| matches!(frame, Frame::Missing { .. }))
+        .collect();
+    let report = Frame::Missing {
+        path: SLOW.0,
+        transport_stream: 7,
+        from: 1200,
+    };
+    assert_eq!(missing, vec![(None, report)]);
+    assert_eq!(conn.control_path(), Some(FAST));
+}
+
+/// The server sends 30 kB of a stream of `urgency`, whose share on the slow path went on
+/// transport stream 3 there; returns the stream and its first offset on the slow path.
+fn sent_on_both_paths(urgency: u8, now: Instant) -> (Connection, u64, u64) {
+    let mut conn = server_with_a_fast_and_a_slow_path(now);
+    let id = conn.open(true, now).unwrap();
+    let priority = Priority::new(Urgency::new(urgency).unwrap(), false);
+    conn.set_priority(id, priority, now).unwrap();
+    conn.set_size_hint(id, 30_000, now).unwrap();
+    conn.write(id, &[7; 30_000], now).unwrap();
+    conn.finish(id, now).unwrap();
+    let Step::Send(batch) = conn.poll_path(SLOW, now).0 else {
+        panic!("the slow path has a share");
+    };
+    let slow_start = batch[0].pieces[0].0;
+    conn.on_chunk_stream_opened(SLOW, id, 3);
+    assert!(matches!(conn.poll_path(FAST, now).0, Step::Send(_)));
+    (conn, id, slow_start)
+}
+
+/// A report of a hole in the slow path's transport stream `transport_stream`, from `from`.
+fn missing(transport_stream: u64, from: u64) -> Frame {
+    Frame::Missing {
+        path: SLOW.0,
+        transport_stream,
+        from,
+    }
+}
+
+#[test]
+fn urgent_bytes_behind_a_reported_hole_go_again_on_the_fast_path() {
+    let start = Instant::now();
+    let (mut conn, id, slow_start) = sent_on_both_paths(0, start);
+    // The report comes when the slow path's next packet has arrived and the fast path has
+    // carried the report: its one-way delay and the fast one's after the bytes left.
+    let now = start + Duration::from_millis(30);
+    conn.on_frame(FAST, missing(3, slow_start + 1000), now)
+        .unwrap();
+    assert!(conn.reinjection_stats().on_missing > 0);
+    let Step::Send(batch) = conn.poll_path(FAST, now).0 else {
+        panic!("the fast path re-sends");
+    };
+    let resent: Vec<u64> = batch
+        .iter()
+        .filter(|work| work.stream == id)
+        .flat_map(|work| work.pieces.iter().map(|(offset, _)| *offset))
+        .collect();
+    assert_eq!(resent, vec![slow_start]);
+}
+
+#[test]
+fn a_hole_in_an_unurgent_or_unknown_stream_is_left_to_its_path() {
+    let start = Instant::now();
+    let now = start + Duration::from_millis(30);
+    let (mut unurgent, _, slow_start) = sent_on_both_paths(3, start);
+    unurgent
+        .on_frame(FAST, missing(3, slow_start), now)
+        .unwrap();
+    let (mut unknown, _, slow_start) = sent_on_both_paths(0, start);
+    unknown
+        .on_frame(FAST, missing(11, slow_start), now)
+        .unwrap();
+    assert_eq!(unurgent.reinjection_stats().on_missing, 0);
+    assert_eq!(unknown.reinjection_stats().on_missing, 0);
 }

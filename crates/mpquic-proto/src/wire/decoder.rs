@@ -140,6 +140,14 @@ impl ChunkDecoder {
         self.stream
     }
 
+    /// The logical offset of the next byte while inside a chunk's bytes; `None` in a header.
+    pub fn next_offset(&self) -> Option<u64> {
+        match (self.offset, self.len) {
+            (Some(offset), Some(_)) => Some(offset + self.data.len() as u64),
+            _ => None,
+        }
+    }
+
     /// Takes bytes from the front of `input` and returns the next whole chunk, or `Ok(None)`
     /// once `input` is used up inside the header or a chunk. Lengths above
     /// [`MAX_CHUNK`](super::MAX_CHUNK) and ends beyond [`MAX_VARINT`](super::MAX_VARINT) fail

@@ -148,6 +148,11 @@ fn every_variant() -> Vec<Frame> {
             bytes: 16_000_000,
         },
         Frame::Ping,
+        Frame::Missing {
+            path: 1,
+            transport_stream: 7,
+            from: 40_000,
+        },
     ]
 }
 
@@ -263,7 +268,7 @@ fn frame_types_match_the_table() {
         types,
         [
             0x01, 0x02, 0x03, 0x04, 0x05, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-            0x19, 0x19, 0x1a, 0x1b
+            0x19, 0x19, 0x1a, 0x1b, 0x1c
         ]
     );
 }
@@ -338,7 +343,7 @@ fn huge_declared_length_fails_before_the_payload() {
 
 #[test]
 fn unknown_frame_types() {
-    for ty in [0x00, 0x06, 0x0f, 0x1c, MAX_VARINT] {
+    for ty in [0x00, 0x06, 0x0f, 0x1d, MAX_VARINT] {
         assert_eq!(
             decode_both(&raw_frame(ty, 0, &[])),
             Err(WireError::UnknownFrame(ty))
@@ -670,6 +675,13 @@ fn frame() -> impl Strategy<Value = Frame> {
         any::<bool>().prop_map(|backup| Frame::PathStatus { backup }),
         (any::<u32>(), varint()).prop_map(|(path, bytes)| Frame::PathReceived { path, bytes }),
         Just(Frame::Ping),
+        (any::<u32>(), varint(), varint()).prop_map(|(path, transport_stream, from)| {
+            Frame::Missing {
+                path,
+                transport_stream,
+                from,
+            }
+        }),
     ]
 }
 
