@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -217,6 +217,8 @@ pub struct Connection {
     first_arrivals: ArrivalLog,
     /// Streams with bytes waiting to be re-injected (`SendState::reinject`).
     reinjecting: BTreeSet<u64>,
+    /// Bytes of the peer's chunk streams waiting past holes, in the drivers' readers.
+    bytes_past_holes: Arc<AtomicU64>,
 }
 
 impl Connection {
@@ -258,6 +260,7 @@ impl Connection {
             reinjection: ReinjectionStats::default(),
             first_arrivals: ArrivalLog::default(),
             reinjecting: BTreeSet::new(),
+            bytes_past_holes: Arc::default(),
             config,
         }
     }
@@ -892,11 +895,12 @@ impl Connection {
         Ok(())
     }
 
-    /// A reader for a chunk stream the peer opened: at most two stream windows may wait past
-    /// a hole in it (the peer's transport may send a window past what was read, and reads past
-    /// the hole count as read).
+    /// A reader for a chunk stream the peer opened. At most two connection windows may wait
+    /// past holes in all of them: what waits there was not delivered yet, so the peer sent it
+    /// within its connection credit, once or, re-sent, twice.
     pub fn chunk_reader(&self) -> ChunkReader {
-        ChunkReader::new(self.local_params.max_stream_data.saturating_mul(2))
+        let limit = self.local_params.max_data.saturating_mul(2);
+        ChunkReader::new(self.bytes_past_holes.clone(), limit)
     }
 
     /// The driver read bytes of chunk stream `transport_stream` on `path` past a hole that
@@ -925,6 +929,7 @@ impl Connection {
                 from,
             };
             self.control.push_back((None, frame));
+            self.reinjection.holes_reported = self.reinjection.holes_reported.saturating_add(1);
         }
     }
 

@@ -68,6 +68,10 @@ pub struct LoadReport {
     /// How many duplicate chunks `first_copy_lead_ms` sums.
     #[serde(default)]
     pub timed_duplicates: u64,
+    /// How many holes in the server's chunk streams the client reported on the fastest other
+    /// path ([`ReinjectionStats::holes_reported`]).
+    #[serde(default)]
+    pub holes_reported: u64,
     /// Every object, in the page's order.
     pub objects: Vec<ObjectReport>,
     /// Datagrams the emulated links dropped during the load, per scenario path index, to tell
@@ -104,6 +108,7 @@ impl LoadReport {
             duplicate_bytes: 0,
             first_copy_lead_ms: 0.0,
             timed_duplicates: 0,
+            holes_reported: 0,
             objects,
             link_drops: Default::default(),
         }
@@ -115,6 +120,7 @@ impl LoadReport {
         self.duplicate_bytes = stats.duplicate_received;
         self.first_copy_lead_ms = stats.first_copy_lead.as_secs_f64() * 1e3;
         self.timed_duplicates = stats.timed_duplicates;
+        self.holes_reported = stats.holes_reported;
     }
 }
 

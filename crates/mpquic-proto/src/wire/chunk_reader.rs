@@ -3,6 +3,8 @@
 //! the receiver the hole a round trip before the sender's transport learns of the loss.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -18,20 +20,23 @@ pub struct ChunkReader {
     /// length (a transport's piece may share a datagram's buffer).
     early: BTreeMap<u64, Bytes>,
     early_bytes: u64,
-    /// The most bytes that may wait past a hole.
+    /// What waits past holes in all the connection's chunk streams, and the most that may.
+    waiting: Arc<AtomicU64>,
     limit: u64,
     /// Where the hole last reported starts: each hole is reported once.
     reported: Option<u64>,
 }
 
 impl ChunkReader {
-    /// A reader that lets at most `limit` bytes wait past a hole.
-    pub fn new(limit: u64) -> Self {
+    /// A reader whose bytes past a hole count in `waiting`, which the readers sharing it keep
+    /// at most `limit`.
+    pub fn new(waiting: Arc<AtomicU64>, limit: u64) -> Self {
         Self {
             decoder: ChunkDecoder::default(),
             next: 0,
             early: BTreeMap::new(),
             early_bytes: 0,
+            waiting,
             limit,
             reported: None,
         }
@@ -40,7 +45,7 @@ impl ChunkReader {
     /// Takes `data`, the chunk stream's bytes from transport offset `offset`, and hands every
     /// chunk now complete in order to `each`. Returns, the first time bytes arrive past a
     /// hole, the logical offset where the hole starts (0 when it is in a header, which hides
-    /// it). More than the limit past a hole fails with [`WireError::TooFarAhead`].
+    /// it). More than the limit past holes fails with [`WireError::TooFarAhead`].
     pub fn read<E: From<WireError>>(
         &mut self,
         offset: u64,
@@ -61,7 +66,7 @@ impl ChunkReader {
                     break;
                 }
                 let (at, piece) = entry.remove_entry();
-                self.early_bytes -= piece.len() as u64;
+                self.forget(piece.len() as u64);
                 let piece_end = at + piece.len() as u64;
                 if piece_end > self.next {
                     self.feed(piece.slice((self.next - at) as usize..), &mut each)?;
@@ -85,15 +90,24 @@ impl ChunkReader {
         {
             return Ok(());
         }
-        let replaced = self
-            .early
-            .insert(offset, Bytes::copy_from_slice(&data))
-            .map_or(0, |old| old.len() as u64);
-        self.early_bytes = self.early_bytes - replaced + len;
-        if self.early_bytes > self.limit {
+        if let Some(replaced) = self.early.insert(offset, Bytes::copy_from_slice(&data)) {
+            self.forget(replaced.len() as u64);
+        }
+        self.early_bytes += len;
+        let waiting = self
+            .waiting
+            .fetch_add(len, Ordering::Relaxed)
+            .saturating_add(len);
+        if waiting > self.limit {
             return Err(WireError::TooFarAhead { limit: self.limit });
         }
         Ok(())
+    }
+
+    /// `len` bytes that waited past a hole no longer do.
+    fn forget(&mut self, len: u64) {
+        self.early_bytes -= len;
+        self.waiting.fetch_sub(len, Ordering::Relaxed);
     }
 
     fn feed<E: From<WireError>>(
@@ -107,6 +121,12 @@ impl ChunkReader {
         }
         self.next += piece.len() as u64;
         Ok(())
+    }
+}
+
+impl Drop for ChunkReader {
+    fn drop(&mut self) {
+        self.waiting.fetch_sub(self.early_bytes, Ordering::Relaxed);
     }
 }
 
@@ -146,7 +166,7 @@ mod tests {
     #[test]
     fn bytes_past_a_hole_report_it_once_and_wait_for_it() {
         let (bytes, data_start) = chunk_stream();
-        let mut reader = ChunkReader::new(1 << 20);
+        let mut reader = ChunkReader::new(Arc::default(), 1 << 20);
         let hole_at = data_start + 1200;
         assert_eq!(read(&mut reader, &bytes, 0, hole_at), (vec![], None));
         // Bytes past the hole: it starts 1200 bytes into the chunk, at logical offset 2200.
@@ -166,7 +186,7 @@ mod tests {
     #[test]
     fn a_hole_in_a_header_is_reported_from_the_start() {
         let (bytes, _) = chunk_stream();
-        let mut reader = ChunkReader::new(1 << 20);
+        let mut reader = ChunkReader::new(Arc::default(), 1 << 20);
         assert_eq!(
             read(&mut reader, &bytes, 1200, bytes.len()),
             (vec![], Some(0))
@@ -178,7 +198,7 @@ mod tests {
     #[test]
     fn bytes_already_taken_are_ignored_and_overlaps_are_cut() {
         let (bytes, _) = chunk_stream();
-        let mut reader = ChunkReader::new(1 << 20);
+        let mut reader = ChunkReader::new(Arc::default(), 1 << 20);
         read(&mut reader, &bytes, 0, 2000);
         assert_eq!(read(&mut reader, &bytes, 500, 1500), (vec![], None));
         let (chunks, hole) = read(&mut reader, &bytes, 1000, bytes.len());
@@ -187,12 +207,19 @@ mod tests {
     }
 
     #[test]
-    fn more_than_the_limit_past_a_hole_is_refused() {
+    fn more_than_the_limit_past_holes_of_all_streams_is_refused() {
         let (bytes, _) = chunk_stream();
-        let mut reader = ChunkReader::new(1000);
-        read(&mut reader, &bytes, 100, 1100);
-        let piece = Bytes::copy_from_slice(&bytes[1100..1101]);
-        let refused = reader.read(1100, piece, |_| Ok::<(), WireError>(()));
+        let waiting = Arc::new(AtomicU64::new(0));
+        let mut first = ChunkReader::new(waiting.clone(), 1000);
+        let mut second = ChunkReader::new(waiting.clone(), 1000);
+        read(&mut first, &bytes, 100, 600);
+        read(&mut second, &bytes, 100, 600);
+        let piece = Bytes::copy_from_slice(&bytes[600..601]);
+        let refused = second.read(600, piece, |_| Ok::<(), WireError>(()));
         assert_eq!(refused, Err(WireError::TooFarAhead { limit: 1000 }));
+        // A hole filled, or a reader gone, gives its share back.
+        read(&mut first, &bytes, 0, 100);
+        drop(second);
+        assert_eq!(waiting.load(Ordering::Relaxed), 0);
     }
 }
