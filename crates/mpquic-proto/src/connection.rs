@@ -1461,8 +1461,8 @@ impl Connection {
     /// suspects the paths that acknowledged nothing for a probe timeout
     /// ([`PathEvent::Suspected`]), declares failed the paths whose data waited too long
     /// ([`Action::ClosePath`] with [`codes::PATH_FAILED`]) and probes the paths whose flight
-    /// ends in urgent bytes or a stream's last ones ([`ReinjectionConfig::probe_tails`]). Held data acks that fell
-    /// due, and probes, show in [`Connection::has_control`].
+    /// ends in urgent bytes or a stream's last ones ([`ReinjectionConfig::probe_tails`]). Held
+    /// data acks that fell due, and probes, show in [`Connection::has_control`].
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.error.is_some() {
             return;

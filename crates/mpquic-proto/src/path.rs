@@ -131,8 +131,8 @@ pub(crate) struct Path {
     pub(crate) suspected: Option<Instant>,
     /// The transport's lost bytes last looked at, for re-injection on loss.
     pub(crate) lost_bytes_seen: u64,
-    /// When to look whether urgent bytes, or a stream's last ones, handed to the transport end its
-    /// flight, and probe them if so.
+    /// When to look whether urgent bytes, or a stream's last ones, handed to the transport end
+    /// its flight, and probe them if so.
     pub(crate) probe_tail_at: Option<Instant>,
 }
 
