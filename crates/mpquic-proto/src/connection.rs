@@ -1658,7 +1658,9 @@ impl Connection {
             let flights = match held_up {
                 // At most half the budget left, so that later losses of the streams that
                 // gate a page still find some.
-                Some(since) => send.take_all_since(from, since, (left / 2).min(before_repair)),
+                Some(since) => send.take_all_where((left / 2).min(before_repair), |flight| {
+                    flight.path == from && flight.expected.sent >= since
+                }),
                 None => send.take_in_flight_where(left.min(lost), |flight| flight.path == from),
             };
             let (bytes, to_scheduler) = self.offer_reinjection(id, flights, target, cause, now);
@@ -1718,16 +1720,18 @@ impl Connection {
         let Some((id, send)) = holed else {
             return;
         };
-        let behind = |flight: &Flight| flight.path == from_path && flight.end > from;
         if send.reset.is_some()
             || send.meta.effective_urgency() > threshold
             || !send.meta.allows(target)
             || !send.lands_by(repaired)
-            || send.unacked_where(behind) > max
         {
             return;
         }
-        let flights = send.take_in_flight_where(max, behind);
+        let flights =
+            send.take_all_where(max, |flight| flight.path == from_path && flight.end > from);
+        if flights.is_empty() {
+            return;
+        }
         let (_, to_scheduler) = self.offer_reinjection(id, flights, target, Cause::Missing, now);
         self.paths_to_wake.insert(target);
         if to_scheduler {

@@ -216,16 +216,14 @@ impl SendState {
             .map(|f| f.expected.sent)
     }
 
-    /// The flights on `path` handed over at or after `since`, if they hold at most `max`
-    /// unacknowledged bytes; none otherwise.
-    pub(crate) fn take_all_since(
+    /// The flights `chosen` picks, if they hold at most `max` unacknowledged bytes; none
+    /// otherwise (part of them would not end the stream sooner).
+    pub(crate) fn take_all_where(
         &mut self,
-        path: PathId,
-        since: Instant,
         max: u64,
+        chosen: impl Fn(&Flight) -> bool,
     ) -> Vec<(Range<u64>, Flight)> {
-        let chosen = |flight: &Flight| flight.path == path && flight.expected.sent >= since;
-        if self.unacked_where(chosen) > max {
+        if self.unacked_where(&chosen) > max {
             return Vec::new();
         }
         self.take_in_flight_where(max, chosen)
