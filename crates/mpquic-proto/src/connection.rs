@@ -59,8 +59,12 @@ const GRANT_QUANTUM: u64 = 12_000;
 /// path holds unsent, instead of behind all of them.
 const PAST_THE_WINDOW: Urgency = Urgency::HIGHEST;
 
-/// The most [`Frame::Missing`] reports queued at once; more wait for the next hole.
+/// The most [`Frame::Missing`] and [`Frame::MissingTail`] reports queued at once; more wait
+/// for the next hole or tail.
 const MAX_MISSING_QUEUED: usize = 64;
+
+/// The most streams one tail probe names ([`Frame::Tail`]).
+const MAX_TAILS_PER_PROBE: usize = 4;
 
 /// Which end of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -908,6 +912,42 @@ impl Connection {
     /// with the lowest one-way delay, if that is another path
     /// ([`ReinjectionConfig::missing_reports`]).
     pub fn on_missing(&mut self, path: PathId, transport_stream: u64, from: u64) {
+        self.report_missing(
+            path,
+            Frame::Missing {
+                path: path.0,
+                transport_stream,
+                from,
+            },
+        );
+    }
+
+    /// A tail probe on `path` says the peer's bytes of `stream` there end at `end`: the probe
+    /// left after them, so if the last of them is not here, the path lost them.
+    fn on_tail(&mut self, path: PathId, stream: u64, end: u64) {
+        let Some(recv) = self.streams.get(&stream).and_then(|s| s.recv.as_ref()) else {
+            return;
+        };
+        if recv.reset.is_some() || recv.stopped || end > recv.max_stream_data {
+            return;
+        }
+        let Some(from) = recv.reasm.missing_before(end) else {
+            return;
+        };
+        self.report_missing(
+            path,
+            Frame::MissingTail {
+                path: path.0,
+                stream,
+                from,
+            },
+        );
+    }
+
+    /// Queues `report`, a [`Frame::Missing`] or [`Frame::MissingTail`] about `path`, for the
+    /// path with the lowest one-way delay, if that is another path
+    /// ([`ReinjectionConfig::missing_reports`]).
+    fn report_missing(&mut self, path: PathId, report: Frame) {
         let config = self.config.reinjection;
         if !config.missing_reports || config.urgency.is_none() {
             return;
@@ -915,20 +955,15 @@ impl Connection {
         if self.control_path().is_none_or(|control| control == path) {
             return;
         }
-        // The peer's holes drive these: bounded, so that a peer that makes many cannot fill
-        // the queue faster than the control path drains it.
+        // The peer's holes and tails drive these: bounded, so that a peer that makes many
+        // cannot fill the queue faster than the control path drains it.
         let queued = self
             .control
             .iter()
-            .filter(|(_, frame)| matches!(frame, Frame::Missing { .. }))
+            .filter(|(_, frame)| matches!(frame, Frame::Missing { .. } | Frame::MissingTail { .. }))
             .count();
         if queued < MAX_MISSING_QUEUED {
-            let frame = Frame::Missing {
-                path: path.0,
-                transport_stream,
-                from,
-            };
-            self.control.push_back((None, frame));
+            self.control.push_back((None, report));
             self.reinjection.holes_reported = self.reinjection.holes_reported.saturating_add(1);
         }
     }
@@ -1136,6 +1171,10 @@ impl Connection {
                 transport_stream,
                 from,
             } => self.resend_missing(PathId(path), transport_stream, from, now),
+            Frame::Tail { stream, end } => self.on_tail(path, stream, end),
+            Frame::MissingTail { path, stream, from } => {
+                self.resend_behind_hole(PathId(path), stream, from, now)
+            }
             Frame::NewSession { .. }
             | Frame::Join { .. }
             | Frame::Welcome { .. }
@@ -1495,6 +1534,7 @@ impl Connection {
             });
             self.path_down(path, REASON.into(), true, now);
         }
+        let mut probed = Vec::new();
         for (id, entry) in self.paths.iter_mut() {
             if entry.probe_tail_at.is_none_or(|t| t > now) {
                 continue;
@@ -1503,13 +1543,51 @@ impl Connection {
                 // Look again once they may have left.
                 Tail::Queued => now.checked_add(tail_probe_delay(entry.telemetry.ack_wait().1)),
                 Tail::Unacked => {
-                    self.control.push_back((Some(*id), Frame::Ping));
-                    self.reinjection.tail_probes = self.reinjection.tail_probes.saturating_add(1);
+                    probed.push(*id);
                     None
                 }
                 Tail::Acked => None,
             };
         }
+        for path in probed {
+            self.probe_tail(path, now);
+        }
+    }
+
+    /// Follows what `path` sent with a probe: a [`Frame::Tail`] for each of the urgent streams
+    /// sent there last whose bytes there are not all acknowledged, so that the peer can report
+    /// a lost tail on a faster path at once; a [`Frame::Ping`] if there is none.
+    fn probe_tail(&mut self, path: PathId, now: Instant) {
+        let config = self.config.reinjection;
+        let urgent = config.urgency.filter(|_| config.missing_reports);
+        let mut tails: Vec<(Instant, u64, u64)> = self
+            .streams
+            .iter()
+            .filter_map(|(id, s)| {
+                let send = s.send.as_ref()?;
+                if send.reset.is_some() || urgent.is_none_or(|u| send.meta.effective_urgency() > u)
+                {
+                    return None;
+                }
+                let last = send
+                    .in_flight
+                    .values()
+                    .filter(|flight| flight.path == path && flight.expected.leaves <= now)
+                    .max_by_key(|flight| flight.end)?;
+                Some((last.expected.sent, *id, last.end))
+            })
+            .collect();
+        // The latest sent first: nothing else on the path may have shown their loss yet.
+        tails.sort_unstable_by(|a, b| b.cmp(a));
+        tails.truncate(MAX_TAILS_PER_PROBE);
+        if tails.is_empty() {
+            self.control.push_back((Some(path), Frame::Ping));
+        }
+        for (_, stream, end) in tails {
+            self.control
+                .push_back((Some(path), Frame::Tail { stream, end }));
+        }
+        self.reinjection.tail_probes = self.reinjection.tail_probes.saturating_add(1);
     }
 
     /// When `path` is suspected unless an acknowledgement comes: a probe timeout after the
@@ -1677,12 +1755,8 @@ impl Connection {
     }
 
     /// The peer reported a hole in chunk stream `transport_stream` on `from_path`, from logical
-    /// offset `from` on ([`Frame::Missing`]): the path holds up all of the stream's bytes there
-    /// past the hole until it repairs it. An urgent stream that would otherwise have all its
-    /// bytes by the repair has those bytes sent again on the path that delivers them soonest,
-    /// if that beats the repair and they take at most half the budget left (as on loss); a
-    /// stream that ends later gains nothing from it. A report of a stream or path this end no
-    /// longer has is stale.
+    /// offset `from` on ([`Frame::Missing`]). A report of a transport stream this end no longer
+    /// remembers is stale.
     fn resend_missing(
         &mut self,
         from_path: PathId,
@@ -1690,6 +1764,26 @@ impl Connection {
         from: u64,
         now: Instant,
     ) {
+        let holed = self.streams.iter().find_map(|(id, s)| {
+            let named = s
+                .send
+                .as_ref()?
+                .transport_streams
+                .contains(&(from_path, transport_stream));
+            named.then_some(*id)
+        });
+        if let Some(id) = holed {
+            self.resend_behind_hole(from_path, id, from, now);
+        }
+    }
+
+    /// The peer lacks stream `id`'s bytes on `from_path` from logical offset `from` on
+    /// ([`Frame::Missing`], [`Frame::MissingTail`]): the path holds them up until it repairs
+    /// the loss. An urgent stream that would otherwise have all its bytes by the repair has
+    /// those bytes sent again on the path that delivers them soonest, if that beats the repair
+    /// and they take at most half the budget left (as on loss); a stream that ends later gains
+    /// nothing from it. A report of a stream or path this end no longer has is stale.
+    fn resend_behind_hole(&mut self, from_path: PathId, id: u64, from: u64, now: Instant) {
         let config = self.config.reinjection;
         let Some(threshold) = config.urgency.filter(|_| config.missing_reports) else {
             return;
@@ -1710,14 +1804,7 @@ impl Connection {
         let repaired = now.checked_add(repair).unwrap_or(now);
         let max = (self.reinjection.budget_left(&config) / 2)
             .min(self.before_repair(target, delay, repair));
-        let holed = self.streams.iter_mut().find_map(|(id, s)| {
-            let send = s.send.as_mut()?;
-            let named = send
-                .transport_streams
-                .contains(&(from_path, transport_stream));
-            named.then_some((*id, send))
-        });
-        let Some((id, send)) = holed else {
+        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return;
         };
         if send.reset.is_some()

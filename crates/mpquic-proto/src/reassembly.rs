@@ -255,6 +255,23 @@ impl Reassembler {
         self.contiguous_end
     }
 
+    /// Where the bytes missing just below `end` start, if byte `end - 1` has not arrived:
+    /// after the last byte received below it, or at [`Reassembler::contiguous_end`].
+    pub(crate) fn missing_before(&self, end: u64) -> Option<u64> {
+        if end <= self.contiguous_end {
+            return None;
+        }
+        let last_below = self
+            .ranges
+            .range(..end)
+            .next_back()
+            .map(|(start, held)| start + held.data.len() as u64);
+        match last_below {
+            Some(last) if last >= end => None,
+            last => Some(last.unwrap_or(0).max(self.contiguous_end)),
+        }
+    }
+
     /// Heap bytes the buffered ranges cost: their allocations plus [`RANGE_OVERHEAD`] each.
     /// At most `2 * buffered() + RANGE_OVERHEAD * ranges`.
     pub(crate) fn footprint(&self) -> u64 {
@@ -344,6 +361,23 @@ mod tests {
         assert_eq!((r.contiguous_end(), r.buffered()), (11, 11));
         assert_eq!(read_all(&mut r), b"hello world");
         assert_eq!(r.contiguous_end(), r.read_offset());
+    }
+
+    #[test]
+    fn the_bytes_missing_before_an_end_start_after_the_last_one_received() {
+        let mut r = Reassembler::new();
+        r.insert(0, bytes(b"hel"), 100).unwrap();
+        r.insert(6, bytes(b"wor"), 100).unwrap();
+        // Nothing missing below what arrived, in order or not.
+        assert_eq!(r.missing_before(3), None);
+        assert_eq!(r.missing_before(8), None);
+        assert_eq!(r.missing_before(9), None);
+        // A hole right before the end, after the in-order prefix or after a later range.
+        assert_eq!(r.missing_before(5), Some(3));
+        assert_eq!(r.missing_before(11), Some(9));
+        read_all(&mut r);
+        assert_eq!(r.missing_before(2), None, "read bytes arrived");
+        assert_eq!(r.missing_before(4), Some(3));
     }
 
     #[test]

@@ -39,7 +39,9 @@ pub struct ReinjectionConfig {
     pub stream_end: bool,
     /// Urgent bytes (as [`urgency`](Self::urgency)), or a stream's last bytes of any urgency,
     /// that end a path's flight are followed, an eighth of the path's smoothed RTT after they
-    /// leave, by a [`Frame::Ping`] on the path:
+    /// leave, by a probe on the path: a [`Frame::Tail`] for each urgent stream with bytes
+    /// there not yet acknowledged, saying where they end (see
+    /// [`missing_reports`](Self::missing_reports)), or a [`Frame::Ping`] if none has any;
     /// a packet the peer acknowledges at once, as it arrives after a gap. A loss among them is
     /// then found by the transport's time threshold about a round trip after they left, and
     /// re-injection on loss takes over, where without it nothing follows them to be
@@ -49,6 +51,7 @@ pub struct ReinjectionConfig {
     /// upload: their loss holds up the whole stream, and nothing of the stream follows them.
     ///
     /// [`Frame::Ping`]: crate::wire::Frame::Ping
+    /// [`Frame::Tail`]: crate::wire::Frame::Tail
     pub probe_tails: bool,
     /// The receiver reports a hole in a path's chunk stream, as soon as bytes past it arrive,
     /// on the path with the lowest one-way delay ([`Frame::Missing`]); the sender then sends
@@ -58,7 +61,15 @@ pub struct ReinjectionConfig {
     /// Without it the sender learns of a loss on a slow path from that path's own
     /// acknowledgements, a round trip of the slow path after the lost packet left.
     ///
+    /// A lost tail leaves no bytes past it to show a hole, so the tail probe says where the
+    /// stream's bytes on the path end: a receiver that gets it without the last of them
+    /// reports them the same way ([`Frame::MissingTail`]), half a round trip of the slow path
+    /// after they left instead of a whole one and a time threshold. The probe goes ahead of
+    /// any chunk bytes the path still queues, so it names only bytes the sender expects to
+    /// have left.
+    ///
     /// [`Frame::Missing`]: crate::wire::Frame::Missing
+    /// [`Frame::MissingTail`]: crate::wire::Frame::MissingTail
     pub missing_reports: bool,
 }
 

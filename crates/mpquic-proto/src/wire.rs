@@ -32,6 +32,8 @@
 //! | 0x1a | [`Frame::PathReceived`] | path varint (fits u32), bytes varint |
 //! | 0x1b | [`Frame::Ping`] | (empty) |
 //! | 0x1c | [`Frame::Missing`] | path varint (fits u32), transport stream varint, from varint |
+//! | 0x1d | [`Frame::Tail`] | stream varint, end varint |
+//! | 0x1e | [`Frame::MissingTail`] | path varint (fits u32), stream varint, from varint |
 //!
 //! Everything here parses bytes from the network: malformed input is an error, never a panic,
 //! and lengths are checked against their limits before anything is allocated.
@@ -226,6 +228,8 @@ const PATH_STATUS: u64 = 0x19;
 const PATH_RECEIVED: u64 = 0x1a;
 const PING: u64 = 0x1b;
 const MISSING: u64 = 0x1c;
+const TAIL: u64 = 0x1d;
+const MISSING_TAIL: u64 = 0x1e;
 
 /// A control frame, sent on a path's bidirectional control stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -351,6 +355,27 @@ pub enum Frame {
         /// hole took the chunk stream's header or a chunk's): bytes from here on are missing.
         from: u64,
     },
+    /// A tail probe that says what it follows: the bytes of `stream` the sender had sent on
+    /// this path end at `end`. It leaves after them on the same path, so a receiver that gets
+    /// it without the last of them learns that the path lost the stream's last bytes there,
+    /// which no later bytes of the stream would show as a hole
+    /// ([`ReinjectionConfig::missing_reports`](crate::ReinjectionConfig::missing_reports)).
+    Tail {
+        /// The logical stream.
+        stream: u64,
+        /// The end of its bytes sent on the path so far.
+        end: u64,
+    },
+    /// The receiver's answer to a [`Frame::Tail`] whose last bytes did not arrive, sent on the
+    /// path with the lowest one-way delay, as [`Frame::Missing`] is.
+    MissingTail {
+        /// The path the tail was lost on.
+        path: u32,
+        /// The logical stream.
+        stream: u64,
+        /// Where the bytes missing before the tail's end start.
+        from: u64,
+    },
 }
 
 impl Frame {
@@ -388,6 +413,8 @@ impl Frame {
             Frame::PathReceived { .. } => PATH_RECEIVED,
             Frame::Ping => PING,
             Frame::Missing { .. } => MISSING,
+            Frame::Tail { .. } => TAIL,
+            Frame::MissingTail { .. } => MISSING_TAIL,
         }
     }
 
@@ -488,12 +515,17 @@ impl Frame {
             Frame::Ping => Ok(()),
             Frame::Missing {
                 path,
-                transport_stream,
+                transport_stream: stream,
                 from,
-            } => {
+            }
+            | Frame::MissingTail { path, stream, from } => {
                 put_varint(buf, u64::from(*path))?;
-                put_varint(buf, *transport_stream)?;
+                put_varint(buf, *stream)?;
                 put_varint(buf, *from)
+            }
+            Frame::Tail { stream, end } => {
+                put_varint(buf, *stream)?;
+                put_varint(buf, *end)
             }
         }
     }
@@ -594,6 +626,15 @@ impl Frame {
             MISSING => Frame::Missing {
                 path: get_path(buf)?,
                 transport_stream: get_varint(buf)?,
+                from: get_varint(buf)?,
+            },
+            TAIL => Frame::Tail {
+                stream: get_varint(buf)?,
+                end: get_varint(buf)?,
+            },
+            MISSING_TAIL => Frame::MissingTail {
+                path: get_path(buf)?,
+                stream: get_varint(buf)?,
                 from: get_varint(buf)?,
             },
             _ => return Err(WireError::UnknownFrame(frame_type)),

@@ -518,11 +518,19 @@ fn sent_with_urgency(
     (conn, tail)
 }
 
-fn pings(conn: &mut Connection, now: Instant) -> usize {
+/// The tail probes queued for [`PATH`]: pings, and tails that say what they follow.
+fn probes(conn: &mut Connection, now: Instant) -> Vec<Frame> {
     conn.poll_control(now)
         .into_iter()
-        .filter(|(path, frame)| *path == Some(PATH) && *frame == Frame::Ping)
-        .count()
+        .filter(|(path, frame)| {
+            *path == Some(PATH) && matches!(frame, Frame::Ping | Frame::Tail { .. })
+        })
+        .map(|(_, frame)| frame)
+        .collect()
+}
+
+fn probe_count(conn: &mut Connection, now: Instant) -> usize {
+    probes(conn, now).len()
 }
 
 #[test]
@@ -534,17 +542,22 @@ fn urgent_bytes_that_end_a_flight_are_followed_by_a_ping_on_their_path() {
     let first = conn.poll_timeout().unwrap();
     assert_eq!(first, start + eighth);
     conn.handle_timeout(first);
-    assert_eq!(pings(&mut conn, first), 0);
-    // They left and nothing followed: a ping does, once.
+    assert_eq!(probe_count(&mut conn, first), 0);
+    // They left and nothing followed: a probe does, once, saying where the stream's bytes on
+    // the path end.
     *tail.lock().unwrap() = Some(Tail::Unacked);
     let second = conn.poll_timeout().unwrap();
     assert_eq!(second, first + eighth);
     conn.handle_timeout(second);
-    assert_eq!(pings(&mut conn, second), 1);
+    let sent = probes(&mut conn, second);
+    assert!(
+        matches!(sent.as_slice(), [Frame::Tail { end: 3000, .. }]),
+        "{sent:?}"
+    );
     assert_eq!(conn.reinjection_stats().tail_probes, 1);
     let later = second + Duration::from_millis(5);
     conn.handle_timeout(later);
-    assert_eq!(pings(&mut conn, later), 0);
+    assert_eq!(probe_count(&mut conn, later), 0);
 }
 
 #[test]
@@ -554,14 +567,14 @@ fn acknowledged_or_unurgent_tails_are_not_probed() {
     *tail.lock().unwrap() = Some(Tail::Acked);
     let due = conn.poll_timeout().unwrap();
     conn.handle_timeout(due);
-    assert_eq!(pings(&mut conn, due), 0);
+    assert_eq!(probe_count(&mut conn, due), 0);
 
     let (mut conn, tail) = sent_with_urgency(3, false, start);
     *tail.lock().unwrap() = Some(Tail::Unacked);
     assert_eq!(conn.poll_timeout(), None);
     let later = start + Duration::from_millis(50);
     conn.handle_timeout(later);
-    assert_eq!(pings(&mut conn, later), 0);
+    assert_eq!(probe_count(&mut conn, later), 0);
 }
 
 #[test]
@@ -572,7 +585,7 @@ fn the_last_bytes_of_a_stream_of_any_urgency_are_probed() {
     let due = conn.poll_timeout().unwrap();
     assert_eq!(due, start + Duration::from_micros(1250));
     conn.handle_timeout(due);
-    assert_eq!(pings(&mut conn, due), 1);
+    assert_eq!(probe_count(&mut conn, due), 1);
 }
 
 const FAST: PathId = PathId(0);
@@ -643,24 +656,67 @@ fn missing(transport_stream: u64, from: u64) -> Frame {
 }
 
 #[test]
-fn urgent_bytes_behind_a_reported_hole_go_again_on_the_fast_path() {
+fn urgent_bytes_behind_a_reported_hole_or_a_lost_tail_go_again_on_the_fast_path() {
     let start = Instant::now();
-    let (mut conn, id, slow_start) = sent_on_both_paths(0, start);
-    // The report comes when the slow path's next packet has arrived and the fast path has
-    // carried the report: its one-way delay and the fast one's after the bytes left.
-    let now = start + Duration::from_millis(30);
-    conn.on_frame(FAST, missing(3, slow_start + 1000), now)
-        .unwrap();
-    assert!(conn.reinjection_stats().on_missing > 0);
-    let Step::Send(batch) = conn.poll_path(FAST, now).0 else {
-        panic!("the fast path re-sends");
-    };
-    let resent: Vec<u64> = batch
-        .iter()
-        .filter(|work| work.stream == id)
-        .flat_map(|work| work.pieces.iter().map(|(offset, _)| *offset))
+    for tail in [false, true] {
+        let (mut conn, id, slow_start) = sent_on_both_paths(0, start);
+        // The report comes when the slow path's next packet (or its tail probe) has arrived
+        // and the fast path has carried the report: its one-way delay and the fast one's
+        // after the bytes left.
+        let now = start + Duration::from_millis(30);
+        let from = slow_start + 1000;
+        let report = if tail {
+            Frame::MissingTail {
+                path: SLOW.0,
+                stream: id,
+                from,
+            }
+        } else {
+            missing(3, from)
+        };
+        conn.on_frame(FAST, report, now).unwrap();
+        assert!(conn.reinjection_stats().on_missing > 0, "tail: {tail}");
+        let Step::Send(batch) = conn.poll_path(FAST, now).0 else {
+            panic!("the fast path re-sends");
+        };
+        let resent: Vec<u64> = batch
+            .iter()
+            .filter(|work| work.stream == id)
+            .flat_map(|work| work.pieces.iter().map(|(offset, _)| *offset))
+            .collect();
+        assert_eq!(resent, vec![slow_start], "tail: {tail}");
+    }
+}
+
+/// A tail probe on the slow path for bytes the receiver lacks: the path lost the stream's
+/// last bytes there (nothing of the stream follows them to show a hole), and the fast path
+/// carries the report. Bytes that arrived, or a probe on the fast path, make none.
+#[test]
+fn a_tail_the_slow_path_lost_is_reported_on_the_fast_one() {
+    let now = Instant::now();
+    let mut conn = server_with_a_fast_and_a_slow_path(now);
+    let stream = uni(0);
+    let bytes = |len: usize| Bytes::from(vec![1; len]);
+    // 0..1000 came on the fast path and 2000..2500 on the slow one; 1000..2000 went on the
+    // fast path too, and 2500..3000 was the slow path's tail.
+    conn.on_chunk(FAST, stream, 0, bytes(1000), now).unwrap();
+    conn.on_chunk(SLOW, stream, 2000, bytes(500), now).unwrap();
+    for (path, end) in [(SLOW, 2500), (SLOW, 3000), (FAST, 2000)] {
+        conn.on_frame(path, Frame::Tail { stream, end }, now)
+            .unwrap();
+    }
+    let reports: Vec<_> = conn
+        .poll_control(now)
+        .into_iter()
+        .filter(|(_, frame)| matches!(frame, Frame::MissingTail { .. }))
         .collect();
-    assert_eq!(resent, vec![slow_start]);
+    let report = Frame::MissingTail {
+        path: SLOW.0,
+        stream,
+        from: 2500,
+    };
+    assert_eq!(reports, vec![(None, report)]);
+    assert_eq!(conn.reinjection_stats().holes_reported, 1);
 }
 
 #[test]

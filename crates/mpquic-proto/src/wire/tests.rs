@@ -153,6 +153,15 @@ fn every_variant() -> Vec<Frame> {
             transport_stream: 7,
             from: 40_000,
         },
+        Frame::Tail {
+            stream: 4,
+            end: 14_229,
+        },
+        Frame::MissingTail {
+            path: 1,
+            stream: 4,
+            from: 13_000,
+        },
     ]
 }
 
@@ -268,7 +277,7 @@ fn frame_types_match_the_table() {
         types,
         [
             0x01, 0x02, 0x03, 0x04, 0x05, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-            0x19, 0x19, 0x1a, 0x1b, 0x1c
+            0x19, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e
         ]
     );
 }
@@ -343,7 +352,7 @@ fn huge_declared_length_fails_before_the_payload() {
 
 #[test]
 fn unknown_frame_types() {
-    for ty in [0x00, 0x06, 0x0f, 0x1d, MAX_VARINT] {
+    for ty in [0x00, 0x06, 0x0f, 0x1f, MAX_VARINT] {
         assert_eq!(
             decode_both(&raw_frame(ty, 0, &[])),
             Err(WireError::UnknownFrame(ty))
@@ -681,6 +690,12 @@ fn frame() -> impl Strategy<Value = Frame> {
                 transport_stream,
                 from,
             }
+        }),
+        (varint(), varint()).prop_map(|(stream, end)| Frame::Tail { stream, end }),
+        (any::<u32>(), varint(), varint()).prop_map(|(path, stream, from)| Frame::MissingTail {
+            path,
+            stream,
+            from
         }),
     ]
 }
