@@ -1569,6 +1569,8 @@ impl Connection {
                 {
                     return None;
                 }
+                // Only bytes expected to have left: the probe, on the control stream, goes
+                // ahead of any chunk bytes the path still queues.
                 let last = send
                     .in_flight
                     .values()

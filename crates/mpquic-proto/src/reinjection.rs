@@ -120,7 +120,7 @@ pub struct ReinjectionStats {
     pub suspicions: u64,
     /// How many tail probes were sent ([`ReinjectionConfig::probe_tails`]).
     pub tail_probes: u64,
-    /// How many holes in the peer's chunk streams this end reported
+    /// How many holes in the peer's chunk streams, and lost tails, this end reported
     /// ([`ReinjectionConfig::missing_reports`]).
     pub holes_reported: u64,
 }

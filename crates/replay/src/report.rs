@@ -68,8 +68,8 @@ pub struct LoadReport {
     /// How many duplicate chunks `first_copy_lead_ms` sums.
     #[serde(default)]
     pub timed_duplicates: u64,
-    /// How many holes in the server's chunk streams the client reported on the fastest other
-    /// path ([`ReinjectionStats::holes_reported`]).
+    /// How many holes in the server's chunk streams, and lost tails, the client reported on the
+    /// fastest other path ([`ReinjectionStats::holes_reported`]).
     #[serde(default)]
     pub holes_reported: u64,
     /// Every object, in the page's order.
