@@ -492,15 +492,18 @@ fn a_path_with_a_full_window_takes_a_little_more_so_its_packets_leave_full() {
 }
 
 /// Writes 3 kB of a stream of `urgency` (and its end if `finish`) on a server with one path
-/// (10 ms RTT) whose transport's tail the returned handle sets, and has the path send it.
+/// (10 ms RTT, 10 Mbit/s, `in_flight` of a 200 kB window in flight) whose transport's tail
+/// the returned handle sets, and has the path send it.
 fn sent_with_urgency(
     urgency: u8,
     finish: bool,
+    in_flight: u64,
     now: Instant,
 ) -> (Connection, Arc<std::sync::Mutex<Option<Tail>>>) {
     let mut conn = with_windows(1 << 20, 1 << 20, now);
     let path = Fixed {
-        cwnd: 100_000,
+        cwnd: 200_000,
+        bytes_in_flight: in_flight,
         tail: Arc::new(std::sync::Mutex::new(Some(Tail::Queued))),
         ..Fixed::default()
     };
@@ -536,7 +539,7 @@ fn probe_count(conn: &mut Connection, now: Instant) -> usize {
 #[test]
 fn urgent_bytes_that_end_a_flight_are_followed_by_a_ping_on_their_path() {
     let start = Instant::now();
-    let (mut conn, tail) = sent_with_urgency(0, false, start);
+    let (mut conn, tail) = sent_with_urgency(0, false, 0, start);
     // An eighth of the 10 ms RTT after the write, the transport still holds them: look again.
     let eighth = Duration::from_micros(1250);
     let first = conn.poll_timeout().unwrap();
@@ -563,13 +566,13 @@ fn urgent_bytes_that_end_a_flight_are_followed_by_a_ping_on_their_path() {
 #[test]
 fn acknowledged_or_unurgent_tails_are_not_probed() {
     let start = Instant::now();
-    let (mut conn, tail) = sent_with_urgency(0, false, start);
+    let (mut conn, tail) = sent_with_urgency(0, false, 0, start);
     *tail.lock().unwrap() = Some(Tail::Acked);
     let due = conn.poll_timeout().unwrap();
     conn.handle_timeout(due);
     assert_eq!(probe_count(&mut conn, due), 0);
 
-    let (mut conn, tail) = sent_with_urgency(3, false, start);
+    let (mut conn, tail) = sent_with_urgency(3, false, 0, start);
     *tail.lock().unwrap() = Some(Tail::Unacked);
     assert_eq!(conn.poll_timeout(), None);
     let later = start + Duration::from_millis(50);
@@ -580,12 +583,26 @@ fn acknowledged_or_unurgent_tails_are_not_probed() {
 #[test]
 fn the_last_bytes_of_a_stream_of_any_urgency_are_probed() {
     let start = Instant::now();
-    let (mut conn, tail) = sent_with_urgency(3, true, start);
+    let (mut conn, tail) = sent_with_urgency(3, true, 0, start);
     *tail.lock().unwrap() = Some(Tail::Unacked);
     let due = conn.poll_timeout().unwrap();
     assert_eq!(due, start + Duration::from_micros(1250));
     conn.handle_timeout(due);
     assert_eq!(probe_count(&mut conn, due), 1);
+}
+
+/// Behind 100 kB in flight on a 10 Mbit/s path, the stream's bytes are expected to leave
+/// about 70 ms after they were handed over: a probe due before that goes on the control
+/// stream ahead of them, so it names none of them and is a ping.
+#[test]
+fn a_probe_names_no_bytes_still_expected_in_the_queue() {
+    let start = Instant::now();
+    let (mut conn, tail) = sent_with_urgency(0, false, 100_000, start);
+    *tail.lock().unwrap() = Some(Tail::Unacked);
+    let due = conn.poll_timeout().unwrap();
+    assert!(due < start + Duration::from_millis(10));
+    conn.handle_timeout(due);
+    assert_eq!(probes(&mut conn, due), vec![Frame::Ping]);
 }
 
 const FAST: PathId = PathId(0);
