@@ -948,8 +948,7 @@ impl Connection {
     /// path with the lowest one-way delay, if that is another path
     /// ([`ReinjectionConfig::missing_reports`]).
     fn report_missing(&mut self, path: PathId, report: Frame) {
-        let config = self.config.reinjection;
-        if !config.missing_reports || config.urgency.is_none() {
+        if self.config.reinjection.missing_report_urgency().is_none() {
             return;
         }
         if self.control_path().is_none_or(|control| control == path) {
@@ -1558,8 +1557,7 @@ impl Connection {
     /// sent there last whose bytes there are not all acknowledged, so that the peer can report
     /// a lost tail on a faster path at once; a [`Frame::Ping`] if there is none.
     fn probe_tail(&mut self, path: PathId, now: Instant) {
-        let config = self.config.reinjection;
-        let urgent = config.urgency.filter(|_| config.missing_reports);
+        let urgent = self.config.reinjection.missing_report_urgency();
         let mut tails: Vec<(Instant, u64, u64)> = self
             .streams
             .iter()
@@ -1787,7 +1785,7 @@ impl Connection {
     /// nothing from it. A report of a stream or path this end no longer has is stale.
     fn resend_behind_hole(&mut self, from_path: PathId, id: u64, from: u64, now: Instant) {
         let config = self.config.reinjection;
-        let Some(threshold) = config.urgency.filter(|_| config.missing_reports) else {
+        let Some(threshold) = config.missing_report_urgency() else {
             return;
         };
         let Some(repair) = self

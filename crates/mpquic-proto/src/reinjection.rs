@@ -89,6 +89,14 @@ impl Default for ReinjectionConfig {
     }
 }
 
+impl ReinjectionConfig {
+    /// The urgency at or below which holes and lost tails are reported and their bytes sent
+    /// again ([`missing_reports`](Self::missing_reports)); `None` with reports off.
+    pub(crate) fn missing_report_urgency(&self) -> Option<Urgency> {
+        self.urgency.filter(|_| self.missing_reports)
+    }
+}
+
 /// What re-injection did on one connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReinjectionStats {
