@@ -33,6 +33,7 @@ pub mod page_server;
 mod peers;
 mod runs;
 mod sim;
+mod sim_bulk;
 pub mod soak;
 mod stats;
 mod table;

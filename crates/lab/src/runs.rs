@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use mpquic_core::CongestionControl;
 use mpquic_replay::sim::load_simulated;
 use mpquic_replay::{RequestOrder, RunConfig};
 use mpquic_scenario::Scenario;
@@ -112,7 +113,7 @@ impl Samples {
 }
 
 /// How the simulated loads of [`run`] are made, besides the scheduler and the seed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// Recorded gaps between requests scaled by this (0: each request when its initiator
     /// arrived).
@@ -121,6 +122,8 @@ pub struct LoadOptions {
     pub request_order: RequestOrder,
     /// Both ends re-inject (mpquic's default); without, as mp-quic's schedulers ran.
     pub reinjection: bool,
+    /// Every path's congestion controller.
+    pub cc: CongestionControl,
 }
 
 /// Loads `page` over `scenario` on the full-stack simulation ([`load_simulated`]: the real
@@ -135,7 +138,7 @@ pub fn run(
     kinds: &[SchedulerKind],
     first_seed: u64,
     runs: u32,
-    options: LoadOptions,
+    options: &LoadOptions,
 ) -> Result<Runs, SimError> {
     let oracle = oracle(
         &SimConfig::from_scenario(scenario),
@@ -150,6 +153,7 @@ pub fn run(
                 run.load.time_scale = options.time_scale;
                 run.load.request_order = options.request_order;
                 run.reinjection = options.reinjection;
+                run.congestion = options.cc.clone();
                 load_simulated(&page.page, &run, seed)
             });
             match load {
@@ -250,11 +254,14 @@ pub fn to_json(runs: &Runs) -> Value {
 mod tests {
     use super::*;
 
-    const WITH_REINJECTION: LoadOptions = LoadOptions {
-        time_scale: 0.0,
-        request_order: RequestOrder::Discovered,
-        reinjection: true,
-    };
+    fn with_reinjection() -> LoadOptions {
+        LoadOptions {
+            time_scale: 0.0,
+            request_order: RequestOrder::Discovered,
+            reinjection: true,
+            cc: CongestionControl::default(),
+        }
+    }
 
     fn page(name: &str) -> PageRef {
         let root = crate::workspace_root();
@@ -272,11 +279,11 @@ mod tests {
         let page = youtube();
         let scenario = Scenario::by_name("pb-high-lossy").unwrap();
         let kinds = [SchedulerKind::Lrf, SchedulerKind::PriorityBucket];
-        let runs = run(&page, scenario, &kinds, 7, 2, WITH_REINJECTION).unwrap();
+        let runs = run(&page, scenario, &kinds, 7, 2, &with_reinjection()).unwrap();
         assert_eq!((runs.first_seed, runs.last_seed()), (7, 8));
         assert_eq!(
             runs,
-            run(&page, scenario, &kinds, 7, 2, WITH_REINJECTION).unwrap()
+            run(&page, scenario, &kinds, 7, 2, &with_reinjection()).unwrap()
         );
         let mut plt = Vec::new();
         for seed in [7, 8] {
@@ -311,12 +318,12 @@ mod tests {
         let google = page("google.com-2021");
         let scenario = Scenario::by_name("pb-high-lossy").unwrap();
         let kinds = [SchedulerKind::PriorityBucket];
-        let with = run(&google, scenario, &kinds, 2, 2, WITH_REINJECTION).unwrap();
+        let with = run(&google, scenario, &kinds, 2, 2, &with_reinjection()).unwrap();
         let without = LoadOptions {
             reinjection: false,
-            ..WITH_REINJECTION
+            ..with_reinjection()
         };
-        let without = run(&google, scenario, &kinds, 2, 2, without).unwrap();
+        let without = run(&google, scenario, &kinds, 2, 2, &without).unwrap();
         assert!(with.loads.iter().any(|l| l.duplicate_bytes > 0));
         assert!(without.loads.iter().all(|l| l.duplicate_bytes == 0));
     }
@@ -330,7 +337,7 @@ mod tests {
             &SchedulerKind::ALL,
             1,
             1,
-            WITH_REINJECTION,
+            &with_reinjection(),
         )
         .unwrap();
         let json = to_json(&runs);

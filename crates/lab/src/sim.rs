@@ -1,15 +1,18 @@
-//! `cargo xtask sim`: every scheduler over a page on the full-stack simulation (the real core,
-//! quinn-proto and scheduler on simulated time, `mpquic_core::sim`), repeated over consecutive
-//! seeds, as a table or one JSON object.
+//! `cargo xtask sim`: every scheduler over a page, or a bulk transfer (`--bulk`), on the
+//! full-stack simulation (the real core, quinn-proto and scheduler on simulated time,
+//! `mpquic_core::sim`), repeated over consecutive seeds, as a table or one JSON object.
 
 use std::path::PathBuf;
 
 use clap::Args;
+use mpquic_core::CongestionControl;
 use mpquic_replay::RequestOrder;
 use mpquic_scenario::Scenario;
+use mpquic_sched::SchedulerKind;
 
 use crate::experiment::{pages, parse_schedulers};
 use crate::runs::LoadOptions;
+use crate::sim_bulk::{self, BulkOptions};
 use crate::{runs, table, Failure};
 
 /// The most runs one command does (10 is the papers' count; 1000 already takes a while).
@@ -24,8 +27,17 @@ pub struct SimArgs {
     scenario: String,
     /// A page as `cargo xtask experiment` names them: NAME for pages/NAME.har, a name's
     /// short form (youtube-2013), bing-2013 (built in), or the path of a .har file.
-    #[arg(long)]
-    page: String,
+    #[arg(long, required_unless_present = "bulk", conflicts_with = "bulk")]
+    page: Option<String>,
+    /// Instead of a page, one stream of this many bytes (20MB, 5MiB, ...) from client to
+    /// server with a size hint, as `cargo xtask peers bulk` sends it: the share of the paths'
+    /// summed rates it gets.
+    #[arg(long, value_parser = crate::transfer::parse_size)]
+    bulk: Option<u64>,
+    /// Every path's congestion controller (as the experiment's --cc: bbr, cubic, newreno,
+    /// cubic-hystart, quinn-bbr, fld, ...).
+    #[arg(long, default_value = mpquic_core::CongestionControl::DEFAULT_NAME)]
+    cc: String,
     /// Print one JSON object keyed by scheduler name instead of the table.
     #[arg(long)]
     json: bool,
@@ -50,7 +62,8 @@ pub struct SimArgs {
     #[arg(long)]
     no_reinjection: bool,
     /// Also write every load to this CSV file (scheduler, seed, FRT, PLT, bytes received
-    /// twice), for the tails and per-seed comparisons the table's means hide.
+    /// twice; with --bulk: scheduler, seed, seconds, share, bytes per path), for the tails
+    /// and per-seed comparisons the table's means hide.
     #[arg(long)]
     loads: Option<PathBuf>,
 }
@@ -80,21 +93,26 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
         )));
     }
     let scenario = Scenario::by_name(&args.scenario).map_err(|e| Failure::Usage(e.to_string()))?;
+    let schedulers = parse_schedulers(&args.schedulers)?;
+    let cc: CongestionControl = args
+        .cc
+        .parse()
+        .map_err(|e| Failure::Usage(format!("--cc {}: {e}", args.cc)))?;
+    if let Some(size) = args.bulk {
+        return bulk(args, scenario, &schedulers, cc, size);
+    }
     let root = crate::workspace_root();
     let scratch = crate::target_dir().join("sim");
-    let page = pages::resolve(std::slice::from_ref(&args.page), &root, &scratch)?.remove(0);
-    let schedulers = parse_schedulers(&args.schedulers)?;
+    let page = pages::resolve(args.page.as_slice(), &root, &scratch)?.remove(0);
     let options = LoadOptions {
         time_scale: args.time_scale,
         request_order: RequestOrder::from_flag(args.all_at_once),
         reinjection: !args.no_reinjection,
+        cc,
     };
-    let runs = runs::run(&page, scenario, &schedulers, args.seed, args.runs, options)
+    let runs = runs::run(&page, scenario, &schedulers, args.seed, args.runs, &options)
         .map_err(|e| Failure::Usage(e.to_string()))?;
-    if let Some(path) = &args.loads {
-        std::fs::write(path, runs::loads_csv(&runs))
-            .map_err(|e| Failure::Experiment(format!("--loads {}: {e}", path.display())))?;
-    }
+    write_loads(args, || runs::loads_csv(&runs))?;
     if args.json {
         println!("{}", runs::to_json(&runs));
         return Ok(());
@@ -122,6 +140,64 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
         "vs lrf: reduction of the mean against lrf's mean, (lrf - x) / lrf; positive is faster."
     );
     println!("oracle: fluid lower bound, no slow start, loss or queueing (sim::oracle); no sd.");
+    Ok(())
+}
+
+/// `--loads`: the CSV `csv` makes, if asked for.
+fn write_loads(args: &SimArgs, csv: impl FnOnce() -> String) -> Result<(), Failure> {
+    let Some(path) = &args.loads else {
+        return Ok(());
+    };
+    std::fs::write(path, csv())
+        .map_err(|e| Failure::Experiment(format!("--loads {}: {e}", path.display())))
+}
+
+/// `--bulk`: the transfers, as the table or the JSON object.
+fn bulk(
+    args: &SimArgs,
+    scenario: &'static Scenario,
+    schedulers: &[SchedulerKind],
+    cc: CongestionControl,
+    size: u64,
+) -> Result<(), Failure> {
+    if !(1..=sim_bulk::MAX_BULK_BYTES).contains(&size) {
+        return Err(Failure::Usage(format!(
+            "--bulk {size}: must be between 1 byte and {} bytes",
+            sim_bulk::MAX_BULK_BYTES
+        )));
+    }
+    let options = BulkOptions {
+        size,
+        cc,
+        reinjection: !args.no_reinjection,
+    };
+    let runs = sim_bulk::run(scenario, schedulers, &options, args.seed, args.runs);
+    write_loads(args, || sim_bulk::loads_csv(&runs))?;
+    if args.json {
+        println!("{}", sim_bulk::to_json(&runs));
+        return Ok(());
+    }
+    println!("scenario  {scenario}");
+    println!(
+        "bulk      {size} bytes on one stream, client to server, with a size hint; --cc {}",
+        args.cc
+    );
+    println!(
+        "runs      {} (seeds {}..={})",
+        args.runs,
+        args.seed,
+        args.seed + u64::from(args.runs - 1)
+    );
+    println!();
+    print!("{}", sim_bulk::render(&runs));
+    println!();
+    println!(
+        "% of rates: goodput over the paths' summed configured rates; mean ± sd over the runs."
+    );
+    println!(
+        "Simulated time: the real core, quinn-proto connections and scheduler over the \
+         testbed's link model; timed from the stream's opening to its last byte read."
+    );
     Ok(())
 }
 

@@ -45,6 +45,7 @@
 
 mod end;
 mod payload;
+mod transfer;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -53,13 +54,15 @@ use std::time::{Duration, Instant};
 
 use mpquic_proto::Side;
 use mpquic_scenario::default_queue_bytes;
-use mpquic_scenario::link::IP_UDP_OVERHEAD;
+use mpquic_scenario::link::{LinkConfig, IP_UDP_OVERHEAD};
+use mpquic_scenario::{LinkError, PathSpec};
 
 use crate::config::Config;
 use crate::tls::{CertificateError, SelfSigned};
 
 pub use end::End;
 pub use payload::{Payload, BLOCK};
+pub use transfer::{Transfer, TransferError};
 
 use end::Datagram;
 
@@ -121,6 +124,25 @@ impl Link for FixedLink {
 
 /// A path's two directions: client to server, server to client.
 pub type PathLinks = (Box<dyn Link>, Box<dyn Link>);
+
+/// A link through the model the testbed emulates ([`mpquic_scenario::link`]).
+///
+/// # Errors
+/// [`LinkError`]: a config the model refuses.
+pub fn emulated_link(config: LinkConfig) -> Result<Box<dyn Link>, LinkError> {
+    let mut link = mpquic_scenario::link::Link::new(config)?;
+    Ok(Box::new(move |now, len| link.offer(now, len).arrival()))
+}
+
+/// Path `k` of a scenario as the testbed emulates it, both directions seeded from the run's
+/// `seed` by the rule every emulator follows ([`LinkConfig::of_path`]).
+///
+/// # Errors
+/// [`LinkError`]: a path the model refuses.
+pub fn emulated_path(spec: &PathSpec, seed: u64, k: usize) -> Result<PathLinks, LinkError> {
+    let (up, down) = LinkConfig::of_path(spec, seed, k);
+    Ok((emulated_link(up)?, emulated_link(down)?))
+}
 
 /// Both ends of a connection, their paths and the datagrams between them.
 pub struct Pair {

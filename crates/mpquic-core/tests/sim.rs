@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use common::payload;
 
-use mpquic_core::sim::{Link, Pair, PathLinks, BLOCK};
+use mpquic_core::sim::{emulated_link, Link, Pair, PathLinks, Transfer, BLOCK};
 use mpquic_core::{Config, PathEvent, PathId, PathSet, Priority, ReadError, ReinjectionConfig};
 use mpquic_scenario::events::{EventAction, TimedEvent};
-use mpquic_scenario::link::{self, LinkConfig, Loss};
+use mpquic_scenario::link::{LinkConfig, Loss};
 use mpquic_scenario::Scenario;
 use mpquic_sched::{
     allocate, AllocPath, Bandwidth, PriorityBucket, PriorityBucketConfig, SchedulerKind, Urgency,
@@ -24,8 +24,7 @@ use sha2::{Digest, Sha256};
 
 /// The testbed's link model as a simulated link.
 fn emulated(config: LinkConfig) -> Box<dyn Link> {
-    let mut link = link::Link::new(config).unwrap();
-    Box::new(move |now, len| link.offer(now, len).arrival())
+    emulated_link(config).unwrap()
 }
 
 /// Two paths of `rate_bps` each way, 10 and 25 ms one way; path 1 goes down at `down_at`.
@@ -101,86 +100,23 @@ fn a_request_and_its_answer_take_one_round_trip() {
     );
 }
 
-/// What a transfer measured: when it completed, what arrived, what the links carried, which
-/// paths went down, and the stream's bytes sent on each path.
-#[derive(Debug, PartialEq)]
-struct Outcome {
-    completed_at: Duration,
-    digest: [u8; 32],
-    datagrams: (u64, u64),
-    paths_down: Vec<PathId>,
-    per_path: Vec<u64>,
-}
-
 /// Connects and sends `data` on one client stream, read at the server as it comes.
-fn transfer(mut pair: Pair, data: &[u8], limit: Duration) -> Outcome {
+fn transfer(mut pair: Pair, data: &[u8], limit: Duration) -> Transfer {
     assert!(pair.connect(Duration::from_secs(2)), "paths up");
     let stream = pair.client.core.open(true, pair.now()).unwrap();
     transfer_on(&mut pair, stream, data, limit)
 }
 
-/// Sends `data` on the client's open stream `stream` and reads it at the server as it comes.
-fn transfer_on(pair: &mut Pair, stream: u64, data: &[u8], limit: Duration) -> Outcome {
-    let len = data.len();
-    let counters = pair.client.core.send_counters(stream).unwrap();
-    let mut written = 0;
-    let mut received = Sha256::new();
-    let mut received_len = 0;
-    let mut paths_down = Vec::new();
-    let mut accepted = false;
-    let done = pair.run_until(limit, |pair| {
-        let now = pair.now();
-        while written < len {
-            let n = pair
-                .client
-                .core
-                .write(stream, &data[written..], now)
-                .unwrap();
-            if n == 0 {
-                break;
-            }
-            written += n;
-            if written == len {
-                pair.client.core.finish(stream, now).unwrap();
-            }
-        }
-        if !accepted {
-            accepted = pair.server.core.accept(true) == Some(stream);
-        }
-        while let Some(result) = accepted
-            .then(|| pair.server.core.read(stream, usize::MAX))
-            .flatten()
-        {
-            match result.unwrap() {
-                Some(data) => {
-                    received.update(&data);
-                    received_len += data.len();
-                }
-                None => break,
-            }
-        }
-        for event in pair.client.take_events() {
-            if let PathEvent::Down { path, .. } = event {
-                paths_down.push(path);
-            }
-        }
-        received_len == len
-    });
-    assert!(
-        done,
-        "{received_len} of {len} bytes arrived by {:?}",
+/// [`Pair::send_stream`], which must deliver all of `data` within `limit`.
+fn transfer_on(pair: &mut Pair, stream: u64, data: &[u8], limit: Duration) -> Transfer {
+    let outcome = pair.send_stream(stream, data, limit).unwrap();
+    assert_eq!(
+        outcome.received,
+        data.len() as u64,
+        "bytes that arrived by {:?}",
         pair.elapsed()
     );
-    let per_path = counters.per_path();
-    Outcome {
-        completed_at: pair.elapsed(),
-        digest: received.finalize().into(),
-        datagrams: pair.datagrams(),
-        paths_down,
-        per_path: (0..2)
-            .map(|k| per_path.get(&PathId(k)).copied().unwrap_or(0))
-            .collect(),
-    }
+    outcome
 }
 
 #[test]
@@ -273,8 +209,8 @@ fn a_size_hinted_stream_is_split_in_the_allocators_proportions() {
         &data[..size as usize],
         Duration::from_secs(10),
     );
-    let on = |k: usize| outcome.per_path[k] as f64 / size as f64;
-    let want = |k: usize| shares[k] as f64 / size as f64;
+    let on = |k: u32| outcome.sent_on(k) as f64 / size as f64;
+    let want = |k: u32| shares[k as usize] as f64 / size as f64;
     for k in 0..2 {
         assert!(on(k) > 0.0, "path {k} carried part of the stream");
         assert!(
@@ -310,7 +246,11 @@ fn a_stream_kept_on_one_path_is_sent_only_there_by_every_scheduler() {
             &payload(1, 1_000_000),
             Duration::from_secs(10),
         );
-        assert_eq!(outcome.per_path, [0, 1_000_000], "{kind:?}");
+        assert_eq!(
+            (outcome.sent_on(0), outcome.sent_on(1)),
+            (0, 1_000_000),
+            "{kind:?}"
+        );
     }
 }
 
@@ -751,7 +691,7 @@ fn a_loss_sends_every_byte_it_holds_up_again_on_the_faster_path() {
             Duration::from_secs(5),
         );
         assert!(!armed.load(Ordering::Relaxed), "a packet was dropped");
-        assert!(outcome.per_path[1] > 5_000, "{:?}", outcome.per_path);
+        assert!(outcome.sent_on(1) > 5_000, "{:?}", outcome.per_path);
         (
             outcome.completed_at - started,
             pair.client.core.reinjection_stats(),

@@ -13,9 +13,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mpquic_core::sim::{Link, Pair, PathLinks};
+use mpquic_core::sim::{emulated_path, Pair, PathLinks};
 use mpquic_h3_prio::PriorityField;
-use mpquic_scenario::link::{self, LinkConfig};
 
 use crate::client::{RequestPlan, Transport};
 use crate::error::RunError;
@@ -55,17 +54,13 @@ fn varint_len(value: u64) -> u64 {
 
 /// The scenario's links for the paths `run` uses, seeded from `seed`.
 fn links(run: &RunConfig, seed: u64) -> Result<Vec<PathLinks>, RunError> {
-    let mut links = Vec::new();
-    for k in run.path_indices()? {
-        let spec = &run.scenario.paths[k];
-        let link = |config: LinkConfig| -> Result<Box<dyn Link>, RunError> {
-            let mut link = link::Link::new(config).map_err(|e| RunError::Connect(e.to_string()))?;
-            Ok(Box::new(move |now, len| link.offer(now, len).arrival()))
-        };
-        let (up, down) = LinkConfig::of_path(spec, seed, k);
-        links.push((link(up)?, link(down)?));
-    }
-    Ok(links)
+    run.path_indices()?
+        .into_iter()
+        .map(|k| {
+            emulated_path(&run.scenario.paths[k], seed, k)
+                .map_err(|e| RunError::Connect(e.to_string()))
+        })
+        .collect()
 }
 
 /// A response being written: the object and how much of it went.
