@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mpquic_core::CongestionControl;
-use mpquic_replay::sim::load_simulated;
+use mpquic_replay::sim::{load_simulated_with, HostTime};
 use mpquic_replay::{RequestOrder, RunConfig};
 use mpquic_scenario::Scenario;
 use mpquic_sched::sim::{oracle, OracleBound, SimConfig, SimError};
@@ -124,9 +124,11 @@ pub struct LoadOptions {
     pub reinjection: bool,
     /// Every path's congestion controller.
     pub cc: CongestionControl,
+    /// The time the hosts take per round of requests.
+    pub host: HostTime,
 }
 
-/// Loads `page` over `scenario` on the full-stack simulation ([`load_simulated`]: the real
+/// Loads `page` over `scenario` on the full-stack simulation ([`load_simulated_with`]: the real
 /// core, quinn-proto and scheduler on simulated time) with each scheduler of `kinds`, `runs`
 /// times over the seeds from `first_seed`, as `options` say; and the fluid oracle's bounds.
 ///
@@ -154,7 +156,7 @@ pub fn run(
                 run.load.request_order = options.request_order;
                 run.reinjection = options.reinjection;
                 run.congestion = options.cc.clone();
-                load_simulated(&page.page, &run, seed)
+                load_simulated_with(&page.page, &run, seed, options.host)
             });
             match load {
                 Ok(report) => {
@@ -260,6 +262,7 @@ mod tests {
             request_order: RequestOrder::Discovered,
             reinjection: true,
             cc: CongestionControl::default(),
+            host: HostTime::TESTBED,
         }
     }
 
@@ -289,7 +292,8 @@ mod tests {
         for seed in [7, 8] {
             let mut one = RunConfig::new("lrf", "pb-high-lossy").unwrap();
             one.load.time_scale = 0.0;
-            plt.push(load_simulated(&page.page, &one, seed).unwrap().plt_ms);
+            let load = load_simulated_with(&page.page, &one, seed, HostTime::TESTBED);
+            plt.push(load.unwrap().plt_ms);
         }
         let lrf = runs.rows[0].outcome.as_ref().unwrap();
         assert_eq!(lrf.plt, Summary::of(&plt).unwrap());

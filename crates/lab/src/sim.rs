@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use mpquic_core::CongestionControl;
+use mpquic_replay::sim::HostTime;
 use mpquic_replay::RequestOrder;
 use mpquic_scenario::Scenario;
 use mpquic_sched::SchedulerKind;
@@ -61,6 +62,10 @@ pub struct SimArgs {
     /// Without mpquic's re-injection (`Config::reinjection`), as mp-quic's schedulers ran.
     #[arg(long)]
     no_reinjection: bool,
+    /// Pages: the hosts act in no time, instead of the time the testbed's page client and
+    /// server take per round of requests (`mpquic_replay::sim::HostTime::TESTBED`).
+    #[arg(long)]
+    no_host_time: bool,
     /// Also write every load to this CSV file (scheduler, seed, FRT, PLT, bytes received
     /// twice; with --bulk: scheduler, seed, seconds, share, bytes per path), for the tails
     /// and per-seed comparisons the table's means hide.
@@ -109,6 +114,11 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
         request_order: RequestOrder::from_flag(args.all_at_once),
         reinjection: !args.no_reinjection,
         cc,
+        host: if args.no_host_time {
+            HostTime::NONE
+        } else {
+            HostTime::TESTBED
+        },
     };
     let runs = runs::run(&page, scenario, &schedulers, args.seed, args.runs, &options)
         .map_err(|e| Failure::Usage(e.to_string()))?;
@@ -136,6 +146,14 @@ pub fn sim(args: &SimArgs) -> Result<(), Failure> {
         "Simulated time: every load runs the real core, quinn-proto connections and scheduler \
          over the testbed's link model; a seed gives the same result every time."
     );
+    if args.no_host_time {
+        println!("Hosts: no time per round of requests (--no-host-time).");
+    } else {
+        println!(
+            "Hosts: the page client and server take the testbed's traced time per round of \
+             requests (sim::HostTime::TESTBED; --no-host-time for none)."
+        );
+    }
     println!(
         "vs lrf: reduction of the mean against lrf's mean, (lrf - x) / lrf; positive is faster."
     );

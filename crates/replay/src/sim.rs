@@ -69,14 +69,96 @@ struct Response {
     left: u64,
 }
 
+/// The time the testbed's hosts take per round of requests, which the simulated ends, acting
+/// in zero time, do not: the page client from a response's end to its requests leaving, and
+/// the page server from a request's end to its response being written.
+///
+/// [`HostTime::TESTBED`] is what a trace of the namespace testbed showed for one youtube-2013
+/// load in pb-low, every step on the wall clock (`docs/results/2026-12-04-host-time/`):
+/// the client read the response's last chunk 0.32 ms after its datagram arrived, spawned and
+/// ran its 67 request tasks in 1.24 ms (about 12 us each after 0.4 ms), and its paths' send
+/// loops wrote them and the first datagrams left 0.8 ms later; the server resolved the first
+/// request of a burst 0.5 ms after its datagram arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostTime {
+    /// From a response's last byte to the first request it leads to leaving.
+    pub client_round: Duration,
+    /// What each request of a round adds to it (the round's requests leave together).
+    pub client_per_request: Duration,
+    /// From a request's last byte to its response being written.
+    pub server_response: Duration,
+}
+
+impl HostTime {
+    /// Hosts that take no time: requests and responses at the instant that allows them.
+    pub const NONE: Self = Self {
+        client_round: Duration::ZERO,
+        client_per_request: Duration::ZERO,
+        server_response: Duration::ZERO,
+    };
+
+    /// The namespace testbed's hosts, as traced (see the type's documentation).
+    pub const TESTBED: Self = Self {
+        client_round: Duration::from_micros(2_000),
+        client_per_request: Duration::from_micros(12),
+        server_response: Duration::from_micros(500),
+    };
+}
+
+impl Default for HostTime {
+    /// [`HostTime::TESTBED`]: the simulation predicts the testbed.
+    fn default() -> Self {
+        Self::TESTBED
+    }
+}
+
+/// Requests and responses waiting for their host's time to pass, by when they are due (time
+/// since the page request).
+#[derive(Debug, Default)]
+struct HostQueue<T> {
+    due: Vec<(Duration, T)>,
+}
+
+impl<T> HostQueue<T> {
+    fn push(&mut self, at: Duration, item: T) {
+        self.due.push((at, item));
+    }
+
+    /// The earliest instant something falls due.
+    fn next(&self) -> Option<Duration> {
+        self.due.iter().map(|(at, _)| *at).min()
+    }
+
+    /// What is due by `now`, in the order it was queued.
+    fn take_due(&mut self, now: Duration) -> Vec<T> {
+        let (due, later): (Vec<_>, Vec<_>) = self.due.drain(..).partition(|(at, _)| *at <= now);
+        self.due = later;
+        due.into_iter().map(|(_, item)| item).collect()
+    }
+}
+
 /// Loads `page` once on simulated time, over the paths and with the settings of `run` (its
-/// mode is ignored; plain quinn is refused), links and quinn-proto seeded from `seed`. Times
-/// count from the page request, sent once every path is up at both ends.
+/// mode is ignored; plain quinn is refused), links and quinn-proto seeded from `seed`, the
+/// hosts taking [`HostTime::TESTBED`]. Times count from the page request, sent once every
+/// path is up at both ends.
 ///
 /// # Errors
 /// [`RunError`]: bad configuration, or a load that does not finish within
 /// [`LoadOptions::timeout`](crate::LoadOptions::timeout) of simulated time.
 pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadReport, RunError> {
+    load_simulated_with(page, run, seed, HostTime::TESTBED)
+}
+
+/// [`load_simulated`] with the hosts taking `host` per round of requests.
+///
+/// # Errors
+/// As [`load_simulated`].
+pub fn load_simulated_with(
+    page: &Page,
+    run: &RunConfig,
+    seed: u64,
+    host: HostTime,
+) -> Result<LoadReport, RunError> {
     if run.transport == Transport::Quinn {
         return Err(RunError::Connect(
             "the simulation runs mpquic only".to_owned(),
@@ -111,7 +193,14 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
     let mut completed: Vec<Option<Duration>> = vec![None; n];
     let mut document_done: Option<Duration> = None;
     let mut next_timed = 0;
-    let mut to_request = plan.first.clone();
+    let mut to_request = Vec::new();
+    // Requests and responses whose host has not had its time yet. The page request leaves at
+    // time zero: the load is timed from it.
+    let mut client_due: HostQueue<usize> = HostQueue::default();
+    for &index in &plan.first {
+        client_due.push(Duration::ZERO, index);
+    }
+    let mut server_due: HostQueue<(u64, Vec<u8>)> = HostQueue::default();
     // Server: requests being read, responses being written.
     let mut server_reads: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut responses: Vec<Response> = Vec::new();
@@ -131,16 +220,34 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
         if completed.iter().all(Option::is_some) || error.is_some() || elapsed >= timeout {
             break;
         }
-        // The next instant the browser acts on its own: a timed request falling due.
-        let due = document_done
-            .zip(plan.timed.get(next_timed))
-            .map(|(at, (after, _))| at + *after);
+        // The next instant a host acts on its own: a timed request, or a request or response
+        // whose host time has passed.
+        let due = [
+            document_done
+                .zip(plan.timed.get(next_timed))
+                .map(|(at, (after, _))| at + *after),
+            client_due.next(),
+            server_due.next(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let limit = due.unwrap_or(timeout).min(timeout).saturating_sub(elapsed);
         pair.run_until(limit, |pair| {
             let now = pair.now();
             let elapsed = now - start;
-            // The browser: new requests, then what arrived.
+            // The browser: new requests after its time per round, then what arrived.
+            let mut queued = false;
+            // A round's requests leave together: the page client's send loop writes them into
+            // quinn as one batch once their tasks have run.
+            let round = to_request.len();
+            let due =
+                elapsed + host.client_round + host.client_per_request.saturating_mul(round as u32);
             for index in to_request.drain(..) {
+                client_due.push(due, index);
+                queued |= due > elapsed;
+            }
+            for index in client_due.take_due(elapsed) {
                 let Some(stream) = pair.client.core.open(false, now) else {
                     error = Some("the server's stream limit was reached".to_owned());
                     return true;
@@ -178,25 +285,30 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
                     }
                 }
             }
-            // The server: new requests, then responses as their buffers take them.
+            // The server: new requests, then responses after its time, as their buffers take
+            // them.
             while let Some(stream) = pair.server.core.accept(false) {
                 server_reads.insert(stream, Vec::new());
             }
-            let mut answered = Vec::new();
+            let mut read = Vec::new();
             for (&stream, request) in &mut server_reads {
                 while let Some(result) = pair.server.core.read(stream, usize::MAX) {
                     match result {
                         Ok(Some(data)) => request.extend_from_slice(&data),
                         Ok(None) => {
-                            answered.push(stream);
+                            read.push(stream);
                             break;
                         }
                         Err(_) => break,
                     }
                 }
             }
-            for stream in answered {
+            for stream in read {
                 let request = server_reads.remove(&stream).unwrap_or_default();
+                server_due.push(elapsed + host.server_response, (stream, request));
+                queued |= !host.server_response.is_zero();
+            }
+            for (stream, request) in server_due.take_due(elapsed) {
                 let index = request
                     .get(..8)
                     .and_then(|b| b.try_into().ok())
@@ -232,8 +344,9 @@ pub fn load_simulated(page: &Page, run: &RunConfig, seed: u64) -> Result<LoadRep
                 let _ = core.finish(response.stream, now);
                 false
             });
-            // Back to the outer loop when the browser may have new requests to time.
-            progress || !to_request.is_empty()
+            // Back to the outer loop when the browser may have new requests to time, or a
+            // host has something to do later.
+            progress || queued || !to_request.is_empty()
         });
         if pair.now() - start >= timeout && completed.iter().any(Option::is_none) {
             break;

@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use mpquic_replay::sim::load_simulated;
-use mpquic_replay::{har, Page, RequestOrder, RunConfig};
+use mpquic_replay::sim::{load_simulated, load_simulated_with, HostTime};
+use mpquic_replay::{har, Discovery, Page, RequestOrder, RunConfig};
 
 fn page(file: &str) -> Page {
     har::load(
@@ -139,4 +139,55 @@ fn priority_bucket_sends_a_chain_of_requests_early() {
     eprintln!("priority-bucket FRT {frt:.1} / PLT {plt:.1} ms, lrf {lrf_frt:.1} / {lrf_plt:.1}");
     assert!(plt <= lrf_plt, "PLT {plt:.1} ms, lrf's {lrf_plt:.1}");
     assert!(frt < lrf_frt, "FRT {frt:.1} ms, lrf's {lrf_frt:.1}");
+}
+
+/// The simulated hosts take the time traced on the testbed per round of requests
+/// (`HostTime::TESTBED`): an object's requests leave `client_round` after it arrives, plus
+/// `client_per_request` for each request of the round, and its server answers each request
+/// `server_response` after reading it; with `HostTime::NONE` at once. The page request itself
+/// leaves at time zero.
+#[test]
+fn each_round_of_requests_waits_for_the_hosts_time() {
+    let page = page("bing.com-2024.har");
+    let mut run = RunConfig::new("priority-bucket", "pb-high").unwrap();
+    run.load.time_scale = 0.0;
+    let none = load_simulated_with(&page, &run, 1, HostTime::NONE).unwrap();
+    let host = HostTime::TESTBED;
+    let testbed = load_simulated_with(&page, &run, 1, host).unwrap();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let mut checked = 0;
+    for (i, object) in page.objects.iter().enumerate() {
+        let Discovery::After { parent } = object.discovery else {
+            continue;
+        };
+        let after = |r: &mpquic_replay::LoadReport| {
+            r.objects[i].requested_ms - r.objects[parent].completed_ms
+        };
+        assert!(
+            after(&none).abs() < 1e-9,
+            "{}: {}",
+            object.url,
+            after(&none)
+        );
+        // At least the round's own time; at most that with every object of the page in it.
+        let least = ms(host.client_round + host.client_per_request);
+        let most = least + ms(host.client_per_request) * page.objects.len() as f64;
+        assert!(
+            (least - 1e-9..=most).contains(&after(&testbed)),
+            "{}: requested {} ms after its initiator",
+            object.url,
+            after(&testbed)
+        );
+        checked += 1;
+    }
+    assert!(checked > 10, "{checked} objects started by others");
+    assert_eq!(testbed.objects[0].requested_ms, 0.0);
+    // The first paint waits for several rounds of requests (five deep on this page), each
+    // slower by the hosts' time.
+    assert!(
+        testbed.frt_ms > none.frt_ms + 2.0 * ms(host.client_round + host.server_response),
+        "FRT {} ms with the hosts' time, {} without",
+        testbed.frt_ms,
+        none.frt_ms
+    );
 }
