@@ -51,10 +51,10 @@ pub struct SimArgs {
     runs: u32,
     /// As the experiment's --time-scale: 0 requests every sub-resource when its initiator (or
     /// the document) has arrived; 1 keeps the recorded gaps.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, conflicts_with = "bulk")]
     time_scale: f64,
     /// Request every object at once, the document first, as the experiment's --all-at-once.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bulk")]
     all_at_once: bool,
     /// Schedulers, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', num_args = 1..)]
@@ -64,7 +64,7 @@ pub struct SimArgs {
     no_reinjection: bool,
     /// Pages: the hosts act in no time, instead of the time the testbed's page client and
     /// server take per round of requests (`mpquic_replay::sim::HostTime::TESTBED`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bulk")]
     no_host_time: bool,
     /// Also write every load to this CSV file (scheduler, seed, FRT, PLT, bytes received
     /// twice; with --bulk: scheduler, seed, seconds, share, bytes per path), for the tails
@@ -222,6 +222,31 @@ fn bulk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bulk_takes_no_page_and_none_of_the_page_only_flags() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            sim: SimArgs,
+        }
+        let base = ["sim", "--scenario", "pb-high", "--bulk", "5MB"];
+        let bulk = Cli::try_parse_from(base).unwrap().sim;
+        assert_eq!((bulk.bulk, bulk.page), (Some(5_000_000), None));
+        let page_only: [&[&str]; 4] = [
+            &["--page", "youtube-2013"],
+            &["--all-at-once"],
+            &["--no-host-time"],
+            &["--time-scale", "1"],
+        ];
+        for flags in page_only {
+            let argv = base.iter().chain(flags);
+            assert!(Cli::try_parse_from(argv).is_err(), "{flags:?}");
+        }
+        let neither = Cli::try_parse_from(["sim", "--scenario", "pb-high"]);
+        assert!(neither.is_err(), "a page or --bulk is needed");
+    }
 
     #[test]
     fn run_counts_and_seed_overflow() {
