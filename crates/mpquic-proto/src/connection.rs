@@ -713,7 +713,8 @@ impl Connection {
             ranges.push(send.next_fresh..send.next_fresh + fresh);
             send.next_fresh += fresh;
         }
-        let (work, sent) = send.send_ranges(path, ranges, expected, grant.urgency);
+        let (work, sent) =
+            send.send_ranges(path, ranges, expected, grant.urgency, grant.first_in_bucket);
         self.count_sent(path, sent);
         Some(work)
     }
@@ -2039,7 +2040,7 @@ impl Connection {
                 self.reinjecting.remove(&id);
             }
             let urgency = send.meta.effective_urgency();
-            let (work, sent) = send.send_ranges(path, ranges, expected, urgency);
+            let (work, sent) = send.send_ranges(path, ranges, expected, urgency, false);
             self.count_sent(path, sent);
             if !work.pieces.is_empty() || work.all_granted {
                 push_work(batch, work);

@@ -140,6 +140,7 @@ impl StateDriver {
             stream: StreamId(id),
             bytes,
             urgency: Urgency::DEFAULT,
+            first_in_bucket: false,
         };
         let work = self.0.take_grant(PathId(path), grant, expected)?;
         Some(work.bytes())

@@ -230,13 +230,17 @@ impl SendState {
     }
 
     /// Records `ranges` as sent on `path` and slices them into the chunks to write at
-    /// `urgency`, skipping bytes already acknowledged; returns them with the bytes they hold.
+    /// `urgency` (first in that bucket or in the stream's turn, [`Grant::first_in_bucket`]),
+    /// skipping bytes already acknowledged; returns them with the bytes they hold.
+    ///
+    /// [`Grant::first_in_bucket`]: mpquic_sched::Grant::first_in_bucket
     pub(crate) fn send_ranges(
         &mut self,
         path: PathId,
         ranges: Vec<Range<u64>>,
         expected: Expected,
         urgency: Urgency,
+        first_in_bucket: bool,
     ) -> (ChunkWork, u64) {
         let mut pieces = Vec::with_capacity(ranges.len());
         let mut sent = 0;
@@ -259,7 +263,7 @@ impl SendState {
         self.counters.add(path, sent);
         let work = ChunkWork {
             stream: self.meta.id.0,
-            priority: self.quinn_priority(urgency),
+            priority: self.quinn_priority(urgency, first_in_bucket),
             pieces,
             all_granted: self.all_granted(),
         };
@@ -272,14 +276,16 @@ impl SendState {
     }
 
     /// The priority of this stream's per-path transport streams when sent at `urgency`
-    /// (quinn's scale, higher first): the urgency first, then arrival order (earlier first)
-    /// unless incremental, where quinn's fairness round-robins.
-    fn quinn_priority(&self, urgency: Urgency) -> i32 {
+    /// (quinn's scale, higher first): the urgency first, then streams the scheduler put first
+    /// in that bucket, then arrival order (earlier first) unless incremental, where quinn's
+    /// fairness round-robins.
+    fn quinn_priority(&self, urgency: Urgency, first_in_bucket: bool) -> i32 {
         let bucket = i32::from(Urgency::LOWEST.get() - urgency.get());
+        let rank = (bucket << 1) | i32::from(first_in_bucket);
         if self.meta.incremental {
-            bucket << 20
+            rank << 20
         } else {
-            (bucket << 20) | (0xFFFFF - (self.arrival & 0xFFFFF) as i32)
+            (rank << 20) | (0xFFFFF - (self.arrival & 0xFFFFF) as i32)
         }
     }
 }
@@ -323,5 +329,24 @@ impl ChunkWork {
         }
         self.priority = later.priority;
         self.all_granted = later.all_granted;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// quinn sends a path's unsent bytes by bucket, then first-in-bucket grants, then arrival:
+    /// a later stream put first in its bucket passes the bucket's earlier ones, not a more
+    /// urgent bucket.
+    #[test]
+    fn a_grant_first_in_its_bucket_passes_the_buckets_earlier_streams_only() {
+        let earlier = SendState::new(0, 1 << 20, 0);
+        let later = SendState::new(4, 1 << 20, 1);
+        let urgent = Urgency::HIGHEST;
+        let below = Urgency::new(1).expect("a valid urgency");
+        assert!(earlier.quinn_priority(urgent, false) > later.quinn_priority(urgent, false));
+        assert!(later.quinn_priority(urgent, true) > earlier.quinn_priority(urgent, false));
+        assert!(earlier.quinn_priority(urgent, false) > later.quinn_priority(below, true));
     }
 }

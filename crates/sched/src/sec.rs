@@ -643,6 +643,7 @@ mod tests {
                 stream: StreamId(0),
                 bytes: 20_000,
                 urgency: Urgency::DEFAULT,
+                first_in_bucket: false,
             })
         );
 

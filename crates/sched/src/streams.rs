@@ -104,6 +104,7 @@ impl StreamTable {
             stream: id,
             bytes,
             urgency,
+            first_in_bucket: false,
         })
     }
 

@@ -409,4 +409,9 @@ pub struct Grant {
     /// bytes it holds by it, so that bytes sent ahead do not wait there behind more urgent
     /// bytes granted after them.
     pub urgency: Urgency,
+    /// Whether the scheduler took the stream out of its arrival order, first in bucket
+    /// `urgency` (PriorityBucket's small streams that further requests wait for). The path's
+    /// sender puts such bytes before the bucket's others it holds unsent; otherwise a bucket's
+    /// bytes leave in the order their streams arrived.
+    pub first_in_bucket: bool,
 }

@@ -523,25 +523,47 @@ fn a_stream_that_starts_a_chain_of_requests_goes_early() {
 }
 
 /// A grant carries the bucket its stream was taken from, so the path's sender keeps it ahead
-/// of what was granted after it: the bucket a stream rose to, or its own.
+/// of what was granted after it: the bucket a stream rose to, or its own. Only a small stream
+/// that further requests wait for is also first in that bucket, ahead of the bucket's bytes
+/// the path already holds.
 #[test]
 fn a_grant_says_the_bucket_its_stream_rose_to() {
     let now = Instant::now();
     let granted = |streams: &[StreamMeta], at: Instant| {
         let mut pb = one_path_with(PriorityBucketConfig::default(), now, streams);
         pb.poll_send(at, PathId(0), 1_200)
-            .map(|grant| (grant.stream, grant.urgency.get()))
+            .map(|grant| (grant.stream, grant.urgency.get(), grant.first_in_bucket))
     };
     let css = stream(1, 0, 1_000_000);
     let initializer = stream(2, 1, 9_600).with_leads_to(lead(3, 700_000));
-    assert_eq!(granted(&[css, initializer], now), Some((StreamId(2), 0)));
-    assert_eq!(granted(&[css], now), Some((StreamId(1), 0)));
+    assert_eq!(
+        granted(&[css, initializer], now),
+        Some((StreamId(2), 0, true))
+    );
+    assert_eq!(granted(&[css], now), Some((StreamId(1), 0, false)));
     let images = stream(0, 3, 1_000_000);
     let script = stream(3, 4, 1_000);
-    assert_eq!(granted(&[images, script], now), Some((StreamId(0), 3)));
-    // Two steps of waiting lift the small script a bucket above its own.
+    assert_eq!(
+        granted(&[images, script], now),
+        Some((StreamId(0), 3, false))
+    );
+    // Two steps of waiting lift the small script a bucket above its own, in its turn there.
     let later = now + Duration::from_millis(100);
-    assert_eq!(granted(&[images, script], later), Some((StreamId(3), 3)));
+    assert_eq!(
+        granted(&[images, script], later),
+        Some((StreamId(3), 3, false))
+    );
+    // A large script that leads to more than itself goes first in its bucket's order, but
+    // not ahead of what the path holds.
+    let experience = stream(4, 3, 86_000).with_leads_to(lead(3, 333_000));
+    assert_eq!(
+        granted(&[images, experience], now),
+        Some((StreamId(4), 3, false))
+    );
+    // The paper's strict buckets put nothing first.
+    let mut pb = one_path_with(PriorityBucketConfig::paper(), now, &[css, initializer]);
+    let grant = pb.poll_send(now, PathId(0), 1_200).unwrap();
+    assert_eq!((grant.stream, grant.first_in_bucket), (StreamId(1), false));
 }
 
 /// A small stream that waits goes first in its bucket after one step and rises a bucket per
