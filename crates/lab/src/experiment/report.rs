@@ -513,11 +513,13 @@ pub fn machine() -> String {
 }
 
 /// One line per load of the matrix, FRT and PLT without the per-object detail of raw.jsonl: small
-/// enough to commit next to a report, so its means can be recomputed.
+/// enough to commit next to a report, so its means can be recomputed. Every field of the run's
+/// identity is a column, so that arms of an ablation (`--reinjection-ablation`) stay apart.
 fn loads_csv(records: &[Record]) -> String {
     let mut out = String::from(
-        "scenario,page,scheduler,cc,paths,rep,mode,time_scale,client,frt_ms,plt_ms,paths_used,wall_s,error\n",
+        "scenario,page,scheduler,cc,paths,rep,mode,time_scale,client,request_order,delivery_reports,reinjection,frt_ms,plt_ms,paths_used,wall_s,error\n",
     );
+    let on_off = |on: bool| if on { "on" } else { "off" };
     for r in records {
         let id = &r.id;
         let one = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
@@ -541,7 +543,7 @@ fn loads_csv(records: &[Record]) -> String {
             .map_or_else(String::new, |e| format!("\"{}\"", e.replace('"', "\"\"")));
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{frt},{plt},{used},{:.2},{error}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{frt},{plt},{used},{:.2},{error}",
             id.scenario,
             id.page,
             id.scheduler,
@@ -554,6 +556,12 @@ fn loads_csv(records: &[Record]) -> String {
                 Client::Replay => "replay",
                 Client::Chromium => "chromium",
             },
+            match id.request_order {
+                RequestOrder::Discovered => "discovered",
+                RequestOrder::AllAtOnce => "all-at-once",
+            },
+            on_off(id.delivery_reports),
+            on_off(id.reinjection),
             r.wall_s
         );
     }
@@ -842,6 +850,39 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
         assert_eq!(utc(1_795_312_800 + 76_800), "2026-11-22 23:20 UTC");
+    }
+
+    /// The arms of an ablation are told apart in loads.csv, and every line has the header's
+    /// columns.
+    #[test]
+    fn loads_csv_keeps_the_arms_of_an_ablation_apart() {
+        let line = |extra: &str| {
+            serde_json::from_str::<Record>(&format!(
+                r#"{{"scenario":"pb-high","page":"bing-2013","scheduler":"lrf","cc":"bbr","paths":"all","rep":0,"mode":"netns","time_scale":0.0{extra},"started_unix":1,"wall_s":0.5,"error":"a, b"}}"#
+            ))
+            .unwrap()
+        };
+        let records = [
+            line(""),
+            line(r#","reinjection":false"#),
+            line(r#","request_order":"all-at-once","delivery_reports":false"#),
+        ];
+        let csv = loads_csv(&records);
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        for row in &rows {
+            // The error's comma is quoted and splits in two here.
+            assert_eq!(row.len(), header.len() + 1, "{row:?}");
+        }
+        let of = |name: &str| rows.iter().map(|r| r[column(name)]).collect::<Vec<_>>();
+        assert_eq!(of("reinjection"), ["on", "off", "on"]);
+        assert_eq!(of("delivery_reports"), ["on", "on", "off"]);
+        assert_eq!(
+            of("request_order"),
+            ["discovered", "discovered", "all-at-once"]
+        );
     }
 
     #[test]
