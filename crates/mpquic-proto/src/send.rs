@@ -230,7 +230,7 @@ impl SendState {
     }
 
     /// Records `ranges` as sent on `path` and slices them into the chunks to write at
-    /// `urgency` (first in that bucket or in the stream's turn, [`Grant::first_in_bucket`]),
+    /// `urgency`, first in that bucket when the grant says so ([`Grant::first_in_bucket`]),
     /// skipping bytes already acknowledged; returns them with the bytes they hold.
     ///
     /// [`Grant::first_in_bucket`]: mpquic_sched::Grant::first_in_bucket
