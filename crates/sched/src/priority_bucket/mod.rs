@@ -353,10 +353,20 @@ impl PriorityBucket {
             // it. One of unknown size is allocated piece by piece as it is written, and pieces
             // that followed each path's queue from write to write would flap between the paths
             // (2.4 times the grants in the failover test): its pieces follow the delays alone.
-            let one_way_delay = if sized {
-                path.delivery_delay()
-            } else {
+            let one_way_delay = if !sized {
                 path.one_way_delay
+            } else if ahead {
+                // It also passes what the path holds unsent (`Grant::first_in_bucket`): only
+                // the window's bytes are ahead of it. Counting the unsent ones too sent lte
+                // bing.com-2024's 668-byte chain script to the 3G path (FRT 331 ms, 269 ms
+                // counting the window's only; docs/results/2026-12-05-first-in-bucket/).
+                PathSnapshot {
+                    bytes_in_flight: path.bytes_in_flight.min(path.cwnd),
+                    ..*path
+                }
+                .delivery_delay()
+            } else {
+                path.delivery_delay()
             };
             inputs[n] = AllocPath {
                 one_way_delay,

@@ -566,6 +566,32 @@ fn a_grant_says_the_bucket_its_stream_rose_to() {
     assert_eq!((grant.stream, grant.first_in_bucket), (StreamId(1), false));
 }
 
+/// A small chain stream passes what a path holds unsent, so its plan counts only the window's
+/// bytes ahead of it: it takes the nearby path that holds 50 kB unsent beyond its window,
+/// where a stream in its turn, which would wait behind them, takes the far idle path.
+#[test]
+fn a_chain_stream_is_planned_behind_the_window_only() {
+    let now = Instant::now();
+    let rate = Bandwidth::from_bytes_per_sec(1.25e6).unwrap();
+    let busy = PathSnapshot {
+        bytes_in_flight: 80_000,
+        ..PathSnapshot::new(PathId(0), Duration::from_millis(10), rate, 30_000)
+    };
+    let idle = PathSnapshot::new(PathId(1), Duration::from_millis(50), rate, 1_000_000);
+    let mut pb = PriorityBucket::new(PriorityBucketConfig::default());
+    pb.on_path_added(now, &busy).unwrap();
+    pb.on_path_added(now, &idle).unwrap();
+    let chain = stream(0, 1, 1_000).with_leads_to(lead(1, 50_000));
+    let leaf = stream(1, 1, 1_000);
+    for meta in [chain, leaf] {
+        pb.on_stream_opened(now, &meta).unwrap();
+        pb.on_data_queued(now, meta.id, 1_000).unwrap();
+    }
+    let plan = |id| (pb.quota(id, PathId(0)), pb.quota(id, PathId(1)));
+    assert_eq!(plan(StreamId(0)), (1_000, 0));
+    assert_eq!(plan(StreamId(1)), (0, 1_000));
+}
+
 /// A small stream that waits goes first in its bucket after one step and rises a bucket per
 /// further step; a large stream and the paper's strict buckets never go out of turn.
 #[test]
