@@ -213,9 +213,9 @@ impl Default for PriorityBucketConfig {
 ///   ([`StreamMeta::leads_to`](crate::StreamMeta::leads_to), from a server that knows its
 ///   pages) is on the page load's critical path: a small one goes ahead of every bucket, also
 ///   ahead of what its path holds unsent ([`Grant::first_in_bucket`](crate::Grant)), and is
-///   planned as waiting behind none of them, only behind each path's window; a larger one that leads to more bytes than it has goes
-///   first in its bucket, below the two most urgent buckets, whose arrival order the first
-///   paint depends on.
+///   planned as waiting behind none of them, only behind each path's window; a larger one
+///   that leads to more bytes than it has goes first in its bucket, below the two most urgent
+///   buckets, whose arrival order the first paint depends on.
 /// - **Less urgent streams do not build a queue.** A bottleneck is first in, first out, so the
 ///   buckets order only what has not left yet. While more urgent streams are under way (or
 ///   were within two round trips, unless what they lead to is known to be no more urgent
