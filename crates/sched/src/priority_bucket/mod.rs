@@ -222,7 +222,8 @@ impl Default for PriorityBucketConfig {
 ///   than the held ones), the less urgent ones may fill a path only up to two
 ///   bandwidth-delay products ([`PriorityBucketConfig::queue_limit`]), so the next urgent
 ///   stream waits behind at most about one product of them in the bottleneck's queue, not
-///   behind a congestion window in slow start.
+///   behind a congestion window in slow start. A small stream of the two most urgent buckets
+///   is not held: the first paint waits for it too.
 #[derive(Debug, Default)]
 pub struct PriorityBucket {
     config: PriorityBucketConfig,
@@ -492,7 +493,7 @@ impl PriorityBucket {
         };
         let queued = self.streams.get(key.stream).map_or(0, |s| s.queued);
         let mut bytes = room.min(allowed);
-        if self.queue_limited(path, key.urgency, now) {
+        if self.queue_limited(path, key, now) {
             bytes = bytes.min(self.queue_room(path));
             if bytes == 0 {
                 return None;
@@ -617,17 +618,34 @@ impl PriorityBucket {
         true
     }
 
-    /// Whether streams of `urgency` are held to the path's queue limit: while more urgent
-    /// streams are under way, or were within two of the path's round trips, since the next
-    /// urgent request of a page comes about a round trip after the last urgent response. A
-    /// stream whose requests are known to be no more urgent than `urgency` holds nothing once
-    /// it has left.
-    fn queue_limited(&self, path: PathId, urgency: Urgency, now: Instant) -> bool {
+    /// Whether a stream is held to the path's queue limit: while more urgent streams are under
+    /// way, or were within two of the path's round trips, since the next urgent request of a
+    /// page comes about a round trip after the last urgent response. A stream whose requests
+    /// are known to be no more urgent than `urgency` holds nothing once it has left.
+    ///
+    /// A small stream of the [`ARRIVAL_ORDER`] buckets is never held: the first paint waits
+    /// for it as for the more urgent ones, and it adds at most
+    /// [`PriorityBucketConfig::small_stream`] bytes to the queue. The limit is two products
+    /// of an estimate that a page load's short flights rarely lift above its prior: pb-low's
+    /// 25 Mbit/s paths read as 10 Mbit/s 40 ms into youtube-2013, and its 11 kB
+    /// render-blocking script waited for the queue to drain to 27 kB while the links went
+    /// idle (FRT 46.2 ms against SEC's 42.5 simulated, 49.8 against 43.6 on the testbed;
+    /// docs/results/2026-12-05-small-critical/).
+    fn queue_limited(&self, path: PathId, key: BucketKey, now: Instant) -> bool {
+        let small_critical = key.urgency.get() <= ARRIVAL_ORDER
+            && self.streams.get(key.stream).is_some_and(|state| {
+                state
+                    .meta
+                    .size
+                    .is_some_and(|size| size <= self.config.small_stream)
+            });
         let recent = self
             .paths
             .get(path)
             .map_or(Duration::ZERO, |p| p.srtt.saturating_mul(2));
-        self.config.queue_limit.is_finite() && self.presence.above(urgency, now, recent)
+        self.config.queue_limit.is_finite()
+            && !small_critical
+            && self.presence.above(key.urgency, now, recent)
     }
 
     /// What a path may still take of the streams its queue limit holds

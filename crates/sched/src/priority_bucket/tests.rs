@@ -682,6 +682,33 @@ fn less_urgent_streams_queue_at_most_two_bdps_on_a_path() {
     assert_eq!(pb.poll_send(now, PathId(0), 100_000).unwrap().bytes, 5_000);
 }
 
+/// A small stream of the two most urgent buckets (a render-blocking script) is not held to
+/// the queue limit while a more urgent one is under way; a large one of its bucket is, and
+/// so is a small one of a lower bucket.
+#[test]
+fn a_small_stream_the_first_paint_waits_for_passes_the_queue_limit() {
+    let now = Instant::now();
+    let granted_after_the_urgent_one = |held: StreamMeta| {
+        // 1 MB/s and 10 ms: a product of 10 kB, a limit of 20 kB, filled by the urgent one.
+        let mut pb = one_path_with(
+            PriorityBucketConfig::default(),
+            now,
+            &[stream(0, 0, 30_000), held, stream(2, 3, 5_000)],
+        );
+        let urgent = pb.poll_send(now, PathId(0), 100_000).unwrap();
+        assert_eq!((urgent.stream, urgent.bytes), (StreamId(0), 30_000));
+        std::iter::from_fn(|| pb.poll_send(now, PathId(0), 100_000))
+            .map(|grant| (grant.stream.0, grant.bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        granted_after_the_urgent_one(stream(1, 1, 11_000)),
+        [(1, 11_000)]
+    );
+    assert_eq!(granted_after_the_urgent_one(stream(1, 1, 50_000)), []);
+    assert_eq!(granted_after_the_urgent_one(stream(1, 2, 11_000)), []);
+}
+
 /// A connection whose streams share one urgency (a bulk transfer) is not limited, nor one
 /// whose urgent streams ended two round trips ago, nor the paper's configuration.
 #[test]
