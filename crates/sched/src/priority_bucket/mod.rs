@@ -621,7 +621,7 @@ impl PriorityBucket {
     /// Whether a stream is held to the path's queue limit: while more urgent streams are under
     /// way, or were within two of the path's round trips, since the next urgent request of a
     /// page comes about a round trip after the last urgent response. A stream whose requests
-    /// are known to be no more urgent than `urgency` holds nothing once it has left.
+    /// are known to be no more urgent than this stream's bucket holds nothing once it has left.
     ///
     /// A small stream of the [`ARRIVAL_ORDER`] buckets is never held: the first paint waits
     /// for it as for the more urgent ones, and it adds at most
@@ -629,7 +629,7 @@ impl PriorityBucket {
     /// of an estimate that a page load's short flights rarely lift above its prior: pb-low's
     /// 25 Mbit/s paths read as 10 Mbit/s 40 ms into youtube-2013, and its 11 kB
     /// render-blocking script waited for the queue to drain to 27 kB while the links went
-    /// idle (FRT 46.2 ms against SEC's 42.5 simulated, 49.8 against 43.6 on the testbed;
+    /// partly idle (FRT 46.2 ms against SEC's 42.5 simulated, 49.8 against 43.6 on the testbed;
     /// docs/results/2026-12-05-small-critical/).
     fn queue_limited(&self, path: PathId, key: BucketKey, now: Instant) -> bool {
         let small_critical = key.urgency.get() <= ARRIVAL_ORDER
