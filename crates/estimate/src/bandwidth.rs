@@ -20,6 +20,21 @@
 //! A round trip ends when a packet sent after the round began is acknowledged (BBR's
 //! `packet.delivered >= BBR.next_round_delivered`). The bandwidth is the maximum of the samples of
 //! the last `window_rounds` rounds, kept by a three-sample windowed-max filter (constant memory).
+//!
+//! # Flights that leave an idle path
+//! The draft's interval of a flight that leaves an idle path includes the round trip, so a
+//! flight of `n` bytes reads at most `n / RTT`: a sender whose flights stay below the
+//! bandwidth-delay product, as a page load's bursts do, never measures its path and keeps the
+//! prior. With [`BandwidthConfig::idle_flight_samples`] such a flight also gives a lower bound
+//! of the bottleneck rate. Every byte acknowledged after the flight's first acknowledgement was
+//! sent at or after the flight began, and crossed the bottleneck after that first packet; its
+//! acknowledgement cannot come before the flight's start plus the smallest RTT (the first
+//! packet's own time) plus those bytes' time at the bottleneck. So
+//! `bytes / (now - start - min_rtt) <= bottleneck rate` whatever the path did: queueing, pacing,
+//! delayed or bunched acknowledgements only lengthen the interval. Only a smallest RTT that
+//! overstates the path's shortens it, so the interval must be at least an eighth of it (and a
+//! millisecond), over at least four packets. Like an app-limited sample, such a sample may
+//! raise the estimate, never lower it.
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +57,13 @@ pub struct BandwidthConfig {
     /// # Default
     /// 10.
     pub window_rounds: u64,
+    /// Whether a flight that leaves an idle path may raise the estimate by the spacing of its
+    /// acknowledgements (the module's "Flights that leave an idle path").
+    ///
+    /// # Default
+    /// `false`: the draft's samples alone, as BBR's model takes them; a scheduler that feeds
+    /// paths in bursts turns it on.
+    pub idle_flight_samples: bool,
 }
 
 impl Default for BandwidthConfig {
@@ -49,6 +71,7 @@ impl Default for BandwidthConfig {
         Self {
             initial_bandwidth: 1_250_000.0,
             window_rounds: 10,
+            idle_flight_samples: false,
         }
     }
 }
@@ -126,6 +149,32 @@ pub struct BandwidthEstimator {
     min_rtt: Option<Duration>,
     /// BBR's `BtlBw` filter.
     max_filter: WindowedMax,
+    /// The latest flight that left an idle path, with [`BandwidthConfig::idle_flight_samples`].
+    idle_flight: Option<IdleFlight>,
+    /// When the last packet left.
+    last_sent: Option<Instant>,
+    /// When the last acknowledgement came.
+    last_acked: Option<Instant>,
+}
+
+/// Bytes in flight that still count as an idle path: a lone control or ACK-only packet,
+/// which quinn counts in flight, must not hide that the path is empty.
+const IDLE_SLACK: u64 = 1500;
+
+/// The fewest bytes a flight's sample spans (after its first acknowledgement).
+const IDLE_FLIGHT_MIN_BYTES: u64 = 4 * 1200;
+
+/// The shortest interval a flight's sample spans, besides an eighth of the smallest RTT.
+const IDLE_FLIGHT_MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// A flight that left an idle path: every byte acknowledged since it began was sent at or
+/// after `start`.
+#[derive(Debug, Clone, Copy)]
+struct IdleFlight {
+    start: Instant,
+    /// `delivered` once its first acknowledgement was counted; those first bytes arrived
+    /// within the smallest RTT itself.
+    first_acked: Option<u64>,
 }
 
 impl Default for BandwidthEstimator {
@@ -174,6 +223,9 @@ impl BandwidthEstimator {
             round_count: 0,
             min_rtt: None,
             max_filter,
+            idle_flight: None,
+            last_sent: None,
+            last_acked: None,
         }
     }
 
@@ -193,6 +245,16 @@ impl BandwidthEstimator {
         bytes_in_flight: u64,
         app_limited: bool,
     ) -> SentPacketState {
+        if self.config.idle_flight_samples
+            && bytes_in_flight <= IDLE_SLACK
+            && self.flight_begins(now)
+        {
+            self.idle_flight = Some(IdleFlight {
+                start: now,
+                first_acked: None,
+            });
+        }
+        self.last_sent = Some(now);
         let (first_sent_time, delivered_time) =
             match (bytes_in_flight, self.first_sent_time, self.delivered_time) {
                 (0, _, _) | (_, None, _) | (_, _, None) => {
@@ -237,12 +299,15 @@ impl BandwidthEstimator {
     ) -> Option<RateSample> {
         let rtt = now.saturating_duration_since(sent.sent_time);
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        self.last_acked = Some(self.last_acked.map_or(now, |t| t.max(now)));
 
         // The draft's UpdateRateSample: C.delivered += P.data_length; C.delivered_time = Now().
         // Kept monotone so that an ack reported late does not move the clock back.
         self.delivered = self.delivered.saturating_add(bytes);
         let delivered_time = self.delivered_time.map_or(now, |t| t.max(now));
         self.delivered_time = Some(delivered_time);
+
+        self.idle_flight_sample(now, sent);
 
         // BBR's round counting: a round ends when a packet sent after the round started is acked.
         if sent.delivered >= self.next_round_delivered {
@@ -287,6 +352,45 @@ impl BandwidthEstimator {
             self.max_filter.update(self.round_count, delivery_rate);
         }
         Some(sample)
+    }
+
+    /// Whether a packet sent at `now` on an idle path begins a flight: the path's last packet
+    /// left before its last acknowledgement came, or half a smallest RTT ago (the packets of
+    /// one burst, sent before any of them is acknowledged, are one flight).
+    fn flight_begins(&self, now: Instant) -> bool {
+        match (self.last_sent, self.last_acked) {
+            (None, _) => true,
+            (Some(sent), Some(acked)) if sent <= acked => true,
+            (Some(sent), _) => self
+                .min_rtt
+                .is_some_and(|m| now.saturating_duration_since(sent) >= m / 2),
+        }
+    }
+
+    /// Raises the estimate to the rate an acknowledgement of an idle flight's packet proves
+    /// (the module's "Flights that leave an idle path"), if that is higher.
+    fn idle_flight_sample(&mut self, now: Instant, sent: &SentPacketState) {
+        let (Some(flight), Some(min_rtt)) = (self.idle_flight.as_mut(), self.min_rtt) else {
+            return;
+        };
+        if sent.sent_time < flight.start {
+            return;
+        }
+        let Some(first_acked) = flight.first_acked else {
+            flight.first_acked = Some(self.delivered);
+            return;
+        };
+        let bytes = self.delivered.saturating_sub(first_acked);
+        let interval = now
+            .saturating_duration_since(flight.start)
+            .saturating_sub(min_rtt);
+        if bytes < IDLE_FLIGHT_MIN_BYTES || interval < IDLE_FLIGHT_MIN_INTERVAL.max(min_rtt / 8) {
+            return;
+        }
+        let rate = bytes as f64 / interval.as_secs_f64();
+        if rate.is_finite() && rate > self.bandwidth() {
+            self.max_filter.update(self.round_count, rate);
+        }
     }
 
     /// The estimated bottleneck bandwidth in bytes per second: the windowed maximum of the samples

@@ -105,10 +105,11 @@ proptest! {
     fn bandwidth_never_panics_and_stays_finite_and_positive(
         initial in prop_oneof![Just(f64::MIN_POSITIVE), 1e-300f64..1e300, Just(f64::MAX)],
         window_rounds in prop_oneof![1u64..32, Just(u64::MAX)],
+        idle_flight_samples in any::<bool>(),
         ops in prop::collection::vec(any_op(), 0..200),
     ) {
         let base = Instant::now();
-        let config = BandwidthConfig { initial_bandwidth: initial, window_rounds };
+        let config = BandwidthConfig { initial_bandwidth: initial, window_rounds, idle_flight_samples };
         let mut est = BandwidthEstimator::new(config).unwrap();
         let mut sent: Vec<SentPacketState> = Vec::new();
         let mut rounds = est.round_count();

@@ -91,6 +91,8 @@ impl Telemetry {
         .unwrap_or_else(|_| RttEstimator::new(RttConfig::default()).expect("default is valid"));
         let bandwidth = BandwidthEstimator::new(BandwidthConfig {
             initial_bandwidth: bandwidth_prior,
+            // The scheduler feeds each path in bursts, which the draft's samples cannot measure.
+            idle_flight_samples: true,
             ..BandwidthConfig::default()
         })
         .unwrap_or_else(|_| {

@@ -125,6 +125,7 @@ fn invalid_priors_are_refused() {
     let tiny = BandwidthConfig {
         initial_bandwidth: f64::MIN_POSITIVE,
         window_rounds: 1,
+        idle_flight_samples: false,
     };
     assert!(BandwidthEstimator::new(tiny).is_ok());
 }
@@ -158,6 +159,7 @@ fn a_different_prior_converges_too() {
     let config = BandwidthConfig {
         initial_bandwidth: 50e6,
         window_rounds: 10,
+        idle_flight_samples: false,
     };
     let mut sim = Sim::new(config, 2e6, Duration::from_millis(5));
     sim.run_saturated(40, 30);
@@ -194,6 +196,7 @@ fn windowed_max_forgets_an_old_high_sample() {
     let config = BandwidthConfig {
         initial_bandwidth: 1e5,
         window_rounds: 10,
+        idle_flight_samples: false,
     };
     let mut sim = Sim::new(config, 2e6, Duration::from_millis(10));
     sim.run_saturated(60, 20);
@@ -250,6 +253,7 @@ fn app_limited_samples_may_raise_the_estimate() {
     let config = BandwidthConfig {
         initial_bandwidth: 1000.0,
         window_rounds: 10,
+        idle_flight_samples: false,
     };
     let mut sim = Sim::new(config, 1e6, Duration::from_millis(10));
     sim.run_one_per_round(true, 3);
@@ -354,4 +358,72 @@ fn samples_shorter_than_min_rtt_are_discarded() {
     let c = est.on_packet_sent(t0 + ms(10), 1000, 1000, false);
     assert!(est.on_packet_acked(t0 + ms(25), &c, 1000).is_none());
     assert_eq!(est.delivered(), 3000);
+}
+
+/// A sim whose estimator takes idle flights' samples, with a low prior, and has learnt the path's
+/// smallest RTT from one lone packet.
+fn idle_flight_sim(idle_flight_samples: bool) -> Sim {
+    let config = BandwidthConfig {
+        initial_bandwidth: 100_000.0,
+        idle_flight_samples,
+        ..BandwidthConfig::default()
+    };
+    let mut sim = Sim::new(config, 1_000_000.0, Duration::from_millis(10));
+    sim.run_one_per_round(true, 1);
+    sim
+}
+
+#[test]
+fn a_flight_from_an_idle_path_measures_the_bottleneck() {
+    for (samples, low, high) in [(true, 990_000.0, 1_000_001.0), (false, 0.0, 600_000.0)] {
+        let mut sim = idle_flight_sim(samples);
+        // 20 packets at once, 20 kB on a path of 1 MB/s and 21 ms: below its 21 kB product.
+        for _ in 0..20 {
+            sim.send(true);
+        }
+        while !sim.flight.is_empty() {
+            sim.ack();
+        }
+        // The draft's samples read 20 kB over 40 ms; the acks' spacing shows the bottleneck.
+        let bw = sim.est.bandwidth();
+        assert!(
+            (low..high).contains(&bw),
+            "idle flight samples {samples}: {bw}"
+        );
+    }
+}
+
+#[test]
+fn bunched_acks_of_an_idle_flight_do_not_overstate_the_rate() {
+    let mut sim = idle_flight_sim(true);
+    for _ in 0..20 {
+        sim.send(true);
+    }
+    // Every ack held back to when the last one was due, then delivered at once.
+    let last = sim.flight.back().expect("a flight").0;
+    for (_, state, bytes) in std::mem::take(&mut sim.flight) {
+        sim.est.on_packet_acked(last, &state, bytes);
+    }
+    let bw = sim.est.bandwidth();
+    assert!(bw <= 1_000_001.0, "{bw}");
+}
+
+#[test]
+fn idle_flight_samples_never_exceed_the_bottleneck() {
+    // Bursts of 1 to 30 packets, each after the path drained or with part of the last burst
+    // still in flight: whatever the pattern, the estimate stays a lower bound of the rate.
+    let mut sim = idle_flight_sim(true);
+    for round in 0u64..200 {
+        let burst = 1 + (round * 7) % 30;
+        for _ in 0..burst {
+            sim.send(true);
+        }
+        let keep = (round * 5) % 4;
+        while sim.flight.len() as u64 > keep {
+            sim.ack();
+        }
+        let bw = sim.est.bandwidth();
+        assert!(bw <= 1_000_001.0, "round {round}: {bw}");
+    }
+    assert!(sim.est.bandwidth() > 900_000.0, "{}", sim.est.bandwidth());
 }
