@@ -307,7 +307,7 @@ impl BandwidthEstimator {
         let delivered_time = self.delivered_time.map_or(now, |t| t.max(now));
         self.delivered_time = Some(delivered_time);
 
-        self.idle_flight_sample(now, sent);
+        self.idle_flight_sample(now, sent, bytes);
 
         // BBR's round counting: a round ends when a packet sent after the round started is acked.
         if sent.delivered >= self.next_round_delivered {
@@ -369,25 +369,31 @@ impl BandwidthEstimator {
 
     /// Raises the estimate to the rate an acknowledgement of an idle flight's packet proves
     /// (the module's "Flights that leave an idle path"), if that is higher.
-    fn idle_flight_sample(&mut self, now: Instant, sent: &SentPacketState) {
+    fn idle_flight_sample(&mut self, now: Instant, sent: &SentPacketState, bytes: u64) {
         let (Some(flight), Some(min_rtt)) = (self.idle_flight.as_mut(), self.min_rtt) else {
             return;
         };
         if sent.sent_time < flight.start {
+            // A packet from before the flight, acknowledged late: not the flight's bytes.
+            if let Some(first_acked) = flight.first_acked.as_mut() {
+                *first_acked = first_acked.saturating_add(bytes);
+            }
             return;
         }
         let Some(first_acked) = flight.first_acked else {
             flight.first_acked = Some(self.delivered);
             return;
         };
-        let bytes = self.delivered.saturating_sub(first_acked);
+        let flight_bytes = self.delivered.saturating_sub(first_acked);
         let interval = now
             .saturating_duration_since(flight.start)
             .saturating_sub(min_rtt);
-        if bytes < IDLE_FLIGHT_MIN_BYTES || interval < IDLE_FLIGHT_MIN_INTERVAL.max(min_rtt / 8) {
+        if flight_bytes < IDLE_FLIGHT_MIN_BYTES
+            || interval < IDLE_FLIGHT_MIN_INTERVAL.max(min_rtt / 8)
+        {
             return;
         }
-        let rate = bytes as f64 / interval.as_secs_f64();
+        let rate = flight_bytes as f64 / interval.as_secs_f64();
         if rate.is_finite() && rate > self.bandwidth() {
             self.max_filter.update(self.round_count, rate);
         }
