@@ -123,6 +123,16 @@ struct AckBatch {
     newest_sent: Option<Instant>,
 }
 
+/// Transmits smaller than this carry control frames alone (a tail probe, a data ack): their RTT
+/// samples do not count toward Startup's delay check. A tail probe leaves an eighth of an RTT
+/// after the flight it follows, so it queues behind that flight at the bottleneck, and the
+/// flight of a page's first responses is app-limited but, against an estimate from such
+/// samples, several bandwidth-delay products. Counted, the probes ended Startup just before a
+/// page's last image was granted; the window fell from 56 to 13 kB and the image went partly
+/// on the 50 ms path (pb-high bing-2013: 104 ms against 84 in half the testbed's loads,
+/// docs/results/2026-12-05-idle-flights/).
+const DELAY_SAMPLE_MIN_BYTES: u64 = 100;
+
 /// The bandwidth maximum over the last two ProbeBW cycles (the draft's `MaxBwFilter`).
 #[derive(Debug, Clone, Copy, Default)]
 struct MaxBwFilter {
@@ -371,8 +381,12 @@ impl BbrModel {
         let sample = self.rates.on_packet_acked(now, &record.rate, bytes);
         // Startup's delay check counts packets the window held back, and those that left with
         // a full pipe, after the first round: the initial window and an app-limited burst
-        // leave at once and queue behind themselves whatever the path's rate.
-        let counts = !record.rate.is_app_limited() || record.tx_in_flight >= self.bdp_multiple(1.0);
+        // leave at once and queue behind themselves whatever the path's rate. A lone control
+        // frame does not count either: a tail probe leaves an eighth of an RTT after the
+        // flight it follows and queues behind that flight at the bottleneck.
+        let counts = (!record.rate.is_app_limited()
+            || record.tx_in_flight >= self.bdp_multiple(1.0))
+            && bytes >= DELAY_SAMPLE_MIN_BYTES;
         if self.state == BbrState::Startup && self.round_count > 1 && counts {
             self.count_queued_sample(now.saturating_duration_since(sent));
         }
