@@ -69,6 +69,9 @@
 //! the initial window leaves at once and queues behind itself whatever the path's rate. With
 //! that the returning path dropped 0-10 datagrams and the longest wait was 112 ms
 //! (docs/results/2026-11-28-startup-delay/); [`BbrConfig::startup_delay_exit`] turns it off.
+//! A lone control frame's sample does not count: a tail probe queues behind the flight it
+//! follows, and counted, it ended Startup on pb-high's 10 ms path in the middle of a page
+//! load (docs/results/2026-12-05-idle-flights/).
 //! Packets that left with a BDP or more in flight count too, app-limited or not: the pipe was
 //! full when they left, so the queue they met is the path's. A multipath scheduler that holds
 //! a path's flight at two BDPs of its estimate, a little below Startup's window, makes every

@@ -724,3 +724,35 @@ fn absurd_inputs_do_not_panic() {
     assert!(model.window() >= 4);
     assert!(model.pacing_rate().is_finite());
 }
+
+/// A tail probe, a lone control frame sent just after a flight, queues behind that flight at
+/// the bottleneck: its RTT sample does not show a full pipe, and Startup does not end on it.
+#[test]
+fn lone_control_frames_do_not_end_startup_on_delay() {
+    let ms = Duration::from_millis;
+    let run = |bytes: u64| {
+        let mut model = BbrModel::new(BbrConfig::default(), MSS);
+        let mut now = Instant::now();
+        // Two rounds of one packet at a 10 ms round trip: the minimum RTT, and Startup past
+        // its first round.
+        for _ in 0..2 {
+            let record = model.on_sent(now, MSS);
+            model.on_ack(now + ms(10), now, Some(&record), MSS);
+            now += ms(10);
+            model.on_end_acks(now, 0, false);
+        }
+        // Then, each round, a transmit of `bytes` that leaves behind a flight of ten packets
+        // (several bandwidth-delay products of the estimate) and is acknowledged at twice
+        // the minimum RTT.
+        for _ in 0..12 {
+            model.on_sent(now, 10 * MSS);
+            let record = model.on_sent(now, bytes);
+            model.on_ack(now + ms(20), now, Some(&record), bytes);
+            now += ms(20);
+            model.on_end_acks(now, 0, true);
+        }
+        model.state()
+    };
+    assert_eq!(run(40), BbrState::Startup);
+    assert_ne!(run(MSS), BbrState::Startup);
+}
