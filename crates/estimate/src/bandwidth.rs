@@ -32,7 +32,7 @@
 //! packet's own time) plus those bytes' time at the bottleneck. So
 //! `bytes / (now - start - min_rtt) <= bottleneck rate` whatever the path did: queueing, pacing,
 //! delayed or bunched acknowledgements only lengthen the interval. Only a smallest RTT that
-//! overstates the path's shortens it, so the interval must be at least a sixteenth of it (and
+//! overstates the path's shortens it, so the interval must be at least a twelfth of it (and
 //! a millisecond), over at least four packets. Like an app-limited sample, such a sample may
 //! raise the estimate, never lower it.
 //!
@@ -40,9 +40,13 @@
 //! leaves just ahead of the application's burst would date the flight from before the burst,
 //! and the sample would count the wait for it as the path's time. On the testbed, pb-low's
 //! document halves read 11-14 Mbit/s of 25 on the path where a small packet led, 16-24 where
-//! none did, and PriorityBucket then split the next object up to 71/29 over identical paths. Dated from its first
-//! full packet, a 10 kB flight at 25 Mbit/s spans 3.2 ms, hence a sixteenth of the smallest
-//! RTT and not an eighth: lte's is 26 ms.
+//! none did, and PriorityBucket then split the next object up to 71/29 over identical paths.
+//!
+//! Dated from its first full packet, a 10 kB flight at 25 Mbit/s spans 3.2 ms, under an eighth
+//! of lte's 26 ms smallest RTT: with an eighth, lte's documents gave no sample (simulated
+//! bing-2013 PLT +16%). With a sixteenth, short flights on pb-high's 50 ms path raised its
+//! estimate and google.ru-search-2018 painted 4 ms later, in the simulation and on the testbed
+//! (`docs/results/2026-12-05-flight-start/`). A twelfth keeps both.
 
 use std::time::{Duration, Instant};
 
@@ -175,7 +179,7 @@ const FLIGHT_PACKET_MIN: u64 = 1000;
 /// The fewest bytes a flight's sample spans (after its first acknowledgement).
 const IDLE_FLIGHT_MIN_BYTES: u64 = 4 * 1200;
 
-/// The shortest interval a flight's sample spans, besides an eighth of the smallest RTT.
+/// The shortest interval a flight's sample spans, besides a twelfth of the smallest RTT.
 const IDLE_FLIGHT_MIN_INTERVAL: Duration = Duration::from_millis(1);
 
 /// A flight that left an idle path: every byte acknowledged since it began was sent at or
@@ -403,7 +407,7 @@ impl BandwidthEstimator {
             .saturating_duration_since(flight.start)
             .saturating_sub(min_rtt);
         if flight_bytes < IDLE_FLIGHT_MIN_BYTES
-            || interval < IDLE_FLIGHT_MIN_INTERVAL.max(min_rtt / 16)
+            || interval < IDLE_FLIGHT_MIN_INTERVAL.max(min_rtt / 12)
         {
             return;
         }
