@@ -45,7 +45,7 @@
 //! Dated from its first full packet, a 10 kB flight at 25 Mbit/s spans 3.2 ms, under an eighth
 //! of lte's 26 ms smallest RTT: with an eighth, lte's documents gave no sample (simulated
 //! bing-2013 PLT +16%). With a sixteenth, short flights on pb-high's 50 ms path raised its
-//! estimate and google.ru-search-2018 painted 4 ms later, in the simulation and on the testbed
+//! estimate and google.ru-search-2018 painted 4.5 ms later in the simulation
 //! (`docs/results/2026-12-05-flight-start/`). A twelfth keeps both.
 
 use std::time::{Duration, Instant};
