@@ -36,7 +36,7 @@
 //! a millisecond), over at least four packets. Like an app-limited sample, such a sample may
 //! raise the estimate, never lower it.
 //!
-//! A flight begins at a packet of nearly full size: an acknowledgement or control frame that
+//! A flight begins at a packet of at least 1000 bytes: an acknowledgement or control frame that
 //! leaves just ahead of the application's burst would date the flight from before the burst,
 //! and the sample would count the wait for it as the path's time. On the testbed, pb-low's
 //! document halves read 11-14 Mbit/s of 25 on the path where a small packet led, 16-24 where

@@ -401,7 +401,7 @@ fn a_flight_from_an_idle_path_measures_the_bottleneck() {
 fn a_small_packet_ahead_of_a_burst_does_not_date_its_flight() {
     let mut sim = idle_flight_sim(true);
     // An acknowledgement or control frame leaves, and the application writes a burst of eight
-    // packets 3 ms later (pb-low's document halves on the testbed read 11-13 Mbit/s of 25
+    // packets 3 ms later (pb-low's document halves on the testbed read 11-14 Mbit/s of 25
     // when their flight was dated from such a packet).
     sim.now += Duration::from_millis(1);
     sim.send_sized(40, true);
