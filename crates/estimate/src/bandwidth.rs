@@ -260,17 +260,16 @@ impl BandwidthEstimator {
         bytes_in_flight: u64,
         app_limited: bool,
     ) -> SentPacketState {
-        if self.config.idle_flight_samples
-            && bytes >= FLIGHT_PACKET_MIN
-            && bytes_in_flight <= IDLE_SLACK
-            && self.flight_begins(now)
-        {
-            self.idle_flight = Some(IdleFlight {
-                start: now,
-                first_acked: None,
-            });
-        }
         if bytes >= FLIGHT_PACKET_MIN {
+            if self.config.idle_flight_samples
+                && bytes_in_flight <= IDLE_SLACK
+                && self.flight_begins(now)
+            {
+                self.idle_flight = Some(IdleFlight {
+                    start: now,
+                    first_acked: None,
+                });
+            }
             self.last_sent = Some(now);
         }
         let (first_sent_time, delivered_time) =
